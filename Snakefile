@@ -1,0 +1,29 @@
+# trustcal: reproduce Ouattara, "Quantifying Calibration Error in Modern Neural
+# Networks through Evidence Based Theory", end to end.
+#
+#   snakemake --cores 2                       # the paper's configuration
+#   snakemake --cores 2 --config epochs=3 'datasets=[mnist]'
+#
+# Stages (one rule file each, in workflow/rules/): download → prepare → train
+# → logits → calibrate → trust / scores → figures.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/calibrate.smk"
+include: "workflow/rules/trust.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

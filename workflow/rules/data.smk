@@ -1,0 +1,41 @@
+# Stage 1–2: fetch the raw dataset (torchvision layout) and split it as the paper did.
+
+
+rule download:
+    output:
+        manifest=RESULTS + "/data/{dataset}/raw_manifest.tsv",
+    params:
+        data_dir=config["data_dir"],
+        download=config["download"],
+        verify_checksums=config["verify_checksums"],
+    log:
+        LOGS + "/download/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/download.py"
+
+
+rule prepare:
+    input:
+        manifest=rules.download.output.manifest,
+    output:
+        splits=RESULTS + "/data/{dataset}/splits.npz",
+    params:
+        data_dir=config["data_dir"],
+        validation_split=config["validation_split"],
+        verify_checksums=config["verify_checksums"],
+    log:
+        LOGS + "/prepare/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    script:
+        "../scripts/prepare.py"
+
+
+localrules:
+    download,

@@ -1,0 +1,13 @@
+from _common import run
+
+
+def main(sm):
+    import torch
+
+    from trustcal.stages import logits_stage
+
+    torch.set_num_threads(sm.threads)
+    logits_stage(sm.wildcards.dataset, sm.input.splits, sm.params.checkpoint_dir, sm.output)
+
+
+run(snakemake, main)  # noqa: F821

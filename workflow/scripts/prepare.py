@@ -1,0 +1,13 @@
+from _common import run
+
+
+def main(sm):
+    from trustcal.data import prepare
+
+    prepare(
+        sm.wildcards.dataset, sm.params.data_dir, sm.output.splits,
+        validation_split=sm.params.validation_split, verify_checksums=sm.params.verify_checksums,
+    )
+
+
+run(snakemake, main)  # noqa: F821

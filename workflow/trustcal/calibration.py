@@ -1,0 +1,94 @@
+"""Temperature scaling (Guo et al. 2017; SPEC §2), in float64 NumPy.
+
+The mean NLL of softmax(β z) is convex in β = 1/T: its derivative is
+g(β) = mean(E_p[z] − z_y) and its second derivative mean(Var_p[z]) ≥ 0.
+We solve g(β) = 0 by Newton's method safeguarded with bisection inside the
+bracket [1/T_max, 1/T_min], so T can never leave (0, ∞) and a solution at a
+bound is reported as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Row-wise softmax(z / T), stable for any finite logits (the row max is subtracted)."""
+    return np.exp(log_softmax(np.asarray(logits, dtype=np.float64) / temperature))
+
+
+def nll_from_logits(logits: np.ndarray, labels: np.ndarray, temperature: float = 1.0) -> float:
+    """Mean negative log-likelihood of softmax(z / T)."""
+    labels = np.asarray(labels)
+    lp = log_softmax(np.asarray(logits, dtype=np.float64) / temperature)
+    return float(-lp[np.arange(len(labels)), labels].mean())
+
+
+@dataclass(frozen=True)
+class TemperatureFit:
+    temperature: float
+    nll_before: float
+    nll_after: float
+    converged: bool
+    at_bound: bool
+    iterations: int
+
+
+def _grad_hess(beta: float, z: np.ndarray, zy: np.ndarray) -> tuple[float, float]:
+    p = np.exp(log_softmax(beta * z))
+    ez = (p * z).sum(axis=1)
+    var = (p * z * z).sum(axis=1) - ez * ez
+    return float((ez - zy).mean()), float(np.maximum(var, 0).mean())
+
+
+def fit_temperature(
+    logits: np.ndarray,
+    labels: np.ndarray,
+    *,
+    t_min: float = 0.01,
+    t_max: float = 100.0,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> TemperatureFit:
+    """The T in [t_min, t_max] minimising the mean NLL of softmax(logits / T)."""
+    z = np.asarray(logits, dtype=np.float64)
+    labels = np.asarray(labels)
+    if z.ndim != 2 or len(z) != len(labels) or len(z) == 0:
+        raise ValueError(f"logits must be N×K and labels N (got {z.shape} and {labels.shape})")
+    if not 0 < t_min < t_max < np.inf:
+        raise ValueError("need 0 < t_min < t_max < inf")
+    zy = z[np.arange(len(z)), labels]
+    before = nll_from_logits(z, labels)
+    lo, hi = 1.0 / t_max, 1.0 / t_min
+    g_lo, _ = _grad_hess(lo, z, zy)
+    g_hi, _ = _grad_hess(hi, z, zy)
+    # NLL is flat (e.g. constant logits per row): any T is optimal, keep T = 1.
+    if abs(g_lo) <= tol and abs(g_hi) <= tol:
+        return TemperatureFit(1.0, before, before, True, False, 0)
+    if g_lo >= 0:  # increasing on the whole bracket: smallest β, largest T
+        return TemperatureFit(t_max, before, nll_from_logits(z, labels, t_max), True, True, 0)
+    if g_hi <= 0:  # still decreasing at the largest β: smallest T
+        return TemperatureFit(t_min, before, nll_from_logits(z, labels, t_min), True, True, 0)
+
+    beta, converged, it = min(max(1.0, lo), hi), False, 0
+    for it in range(1, max_iter + 1):
+        g, h = _grad_hess(beta, z, zy)
+        if g > 0:
+            hi = beta
+        else:
+            lo = beta
+        if abs(g) <= tol or hi - lo <= tol * max(1.0, beta):
+            converged = True
+            break
+        step = beta - g / h if h > 0 else np.nan
+        beta = step if lo < step < hi else 0.5 * (lo + hi)
+    t = 1.0 / beta
+    return TemperatureFit(t, before, nll_from_logits(z, labels, t), converged, False, it)

@@ -1,0 +1,88 @@
+"""Configuration checking with messages that name the key and the allowed values.
+
+The Snakefile calls :func:`validate_config` before any job starts; a typo or a
+bad value stops the run with one readable line per problem.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .io import TrustcalError
+
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(TrustcalError):
+    pass
+
+
+def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def _fill_defaults(config: dict, schema: dict) -> None:
+    for key, sub in schema.get("properties", {}).items():
+        if key not in config and "default" in sub:
+            config[key] = copy.deepcopy(sub["default"])
+        if sub.get("type") == "object" and isinstance(config.get(key), dict):
+            _fill_defaults(config[key], sub)
+
+
+def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
+    key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+    schema = error.schema
+    if error.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        where = f" in '{key}'" if error.absolute_path else ""
+        return f"{config_name}: unknown key {', '.join(hints)}{where}; allowed keys: {', '.join(allowed)}"
+    if error.validator == "enum":
+        return (
+            f"{config_name}: key '{key}' is {error.instance!r}; allowed values: "
+            + ", ".join(map(str, schema["enum"]))
+        )
+    if error.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        op = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}[error.validator]
+        return f"{config_name}: key '{key}' is {error.instance!r}; it must be {op} {error.validator_value}"
+    if error.validator == "pattern":
+        allowed = schema.get("description", f"a string matching {error.validator_value}")
+        return f"{config_name}: key '{key}' is {error.instance!r}; allowed: {allowed}"
+    if error.validator == "required":
+        return f"{config_name}: {error.message}; add it (see config.yaml for the paper's value)"
+    if error.validator == "type":
+        return f"{config_name}: key '{key}' is {error.instance!r}; it must be of type {error.validator_value}"
+    return f"{config_name}: key '{key}': {error.message}"
+
+
+def validate_config(config: dict, schema: dict | None = None, config_name: str = "config.yaml") -> dict:
+    """Return ``config`` with defaults filled in, or raise :class:`ConfigError`.
+
+    A single dataset or seed given on the command line (``--config seeds=1``)
+    is accepted as a one-element list.
+    """
+    schema = load_schema() if schema is None else schema
+    config = copy.deepcopy(dict(config))
+    for key in ("datasets", "seeds"):
+        if key in config and isinstance(config[key], (str, int)) and not isinstance(config[key], bool):
+            config[key] = [config[key]]
+    _fill_defaults(config, schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    problems = [_describe(e, config_name) for e in errors]
+    cal = config.get("calibration", {})
+    if not problems and cal.get("t_min", 0) >= cal.get("t_max", 1):
+        problems.append(f"{config_name}: calibration.t_min must be smaller than calibration.t_max")
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    return config

@@ -1,0 +1,88 @@
+"""File helpers shared by every stage: atomic writes and readable load errors.
+
+Every output is written to a temporary name in the target's directory and then
+renamed, so a crash never leaves a half-written file that looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+
+class TrustcalError(Exception):
+    """An error whose message is meant for the user: it names the file and the fix."""
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
+
+    On any exception the temporary file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
+
+
+def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+def read_npz(path: str | os.PathLike, keys: tuple[str, ...], rule: str) -> dict[str, np.ndarray]:
+    """Load ``keys`` from an ``.npz`` file, turning corruption into a clear error.
+
+    ``rule`` names the Snakemake rule that writes the file, for the hint.
+    """
+    path = Path(path)
+    hint = f"delete it and rerun (snakemake --cores 2 --forcerun {rule})"
+    if not path.exists():
+        raise TrustcalError(f"{path}: file not found; it is written by rule '{rule}': {hint}.")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = [k for k in keys if k not in data.files]
+            if missing:
+                raise TrustcalError(
+                    f"{path}: missing array(s) {missing} (has {sorted(data.files)}); {hint}."
+                )
+            return {k: data[k] for k in keys}
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise TrustcalError(f"{path}: unreadable or truncated ({exc}); {hint}.") from None
+
+
+def read_csv(path: str | os.PathLike, columns: tuple[str, ...], rule: str) -> pd.DataFrame:
+    """Read a CSV written by ``rule`` and check it has ``columns``."""
+    path = Path(path)
+    hint = f"delete it and rerun (snakemake --cores 2 --forcerun {rule})"
+    try:
+        df = pd.read_csv(path)
+    except FileNotFoundError:
+        raise TrustcalError(f"{path}: file not found; it is written by rule '{rule}'.") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise TrustcalError(f"{path}: unreadable ({exc}); {hint}.") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise TrustcalError(f"{path}: missing column(s) {missing}; {hint}.")
+    return df

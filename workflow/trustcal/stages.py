@@ -1,0 +1,134 @@
+"""One function per workflow stage; the Snakemake scripts only call these.
+
+Each reads the stage's input files, computes, and writes its outputs
+atomically. Torch is imported only by the stages that need it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from .calibration import fit_temperature, nll_from_logits, softmax
+from .io import TrustcalError, read_csv, read_npz, write_csv
+from .trust import TRUST_COLUMNS, TrustParams, trust_opinions
+
+log = logging.getLogger(__name__)
+
+LOGIT_KEYS = ("val_logits", "val_labels", "test_logits", "test_labels")
+CALIBRATION_COLUMNS = (
+    "epoch", "temperature", "val_nll_before", "val_nll_after", "converged",
+    "at_bound", "fit_split", "fit_nll_before", "fit_nll_after", "iterations",
+)
+SCORE_KEYS = ("epoch", "calibrated", "split")
+EPOCH_RE = re.compile(r"epoch(\d+)\.npz$")
+
+
+def epoch_of(path: str | Path) -> int:
+    m = EPOCH_RE.search(str(path))
+    if not m:
+        raise TrustcalError(f"{path}: cannot read the epoch from the file name (expected epochNNN.npz)")
+    return int(m.group(1))
+
+
+def train_stage(dataset, seed, cfg: dict, prepared, ckpt_dir, history_out, threads: int = 1) -> None:
+    from .data import load_prepared
+    from .train import TrainConfig, train
+
+    tc = TrainConfig(
+        dataset=dataset, seed=int(seed), epochs=cfg["epochs"], batch_size=cfg["batch_size"],
+        learning_rate=cfg["learning_rate"], init=cfg["init"], device=cfg["device"], threads=threads,
+    )
+    history = train(tc, load_prepared(prepared), ckpt_dir)
+    write_csv(history, history_out)
+
+
+def logits_stage(dataset, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
+    from .data import load_prepared
+    from .io import write_npz
+    from .train import checkpoint_path, compute_logits
+
+    data = load_prepared(prepared)
+    for out in outputs:
+        epoch = epoch_of(out)
+        write_npz(out, **compute_logits(checkpoint_path(ckpt_dir, epoch), dataset, data))
+        log.info("epoch %d: logits written to %s", epoch, out)
+
+
+def load_logits(path: str | Path) -> dict[str, np.ndarray]:
+    return read_npz(path, LOGIT_KEYS, rule="logits")
+
+
+def calibrate_stage(logit_paths: Iterable[str], out, *, fit_on="validation", t_min=0.01, t_max=100.0) -> pd.DataFrame:
+    """Temperature per epoch, fitted on the validation logits (or, as the author did, on the test logits)."""
+    split = {"validation": "val", "test": "test"}[fit_on]
+    rows = []
+    for path in sorted(logit_paths, key=epoch_of):
+        d = load_logits(path)
+        fit = fit_temperature(d[f"{split}_logits"], d[f"{split}_labels"], t_min=t_min, t_max=t_max)
+        if fit.at_bound:
+            log.warning("%s: temperature hit the search bound (T = %g)", path, fit.temperature)
+        rows.append(dict(
+            epoch=epoch_of(path), temperature=fit.temperature,
+            val_nll_before=nll_from_logits(d["val_logits"], d["val_labels"]),
+            val_nll_after=nll_from_logits(d["val_logits"], d["val_labels"], fit.temperature),
+            converged=fit.converged, at_bound=fit.at_bound, fit_split=split,
+            fit_nll_before=fit.nll_before, fit_nll_after=fit.nll_after, iterations=fit.iterations,
+        ))
+    df = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
+    write_csv(df, out)
+    return df
+
+
+def iter_predictions(
+    logit_paths: Iterable[str], calibration_csv, splits=("test",)
+) -> Iterator[tuple[int, bool, str, np.ndarray, np.ndarray]]:
+    """(epoch, calibrated, split, probs, labels) for every epoch, before and after scaling."""
+    cal = read_csv(calibration_csv, ("epoch", "temperature"), rule="calibrate").set_index("epoch")
+    for path in sorted(logit_paths, key=epoch_of):
+        epoch = epoch_of(path)
+        if epoch not in cal.index:
+            raise TrustcalError(
+                f"{calibration_csv}: no temperature for epoch {epoch}; rerun "
+                "(snakemake --cores 2 --forcerun calibrate)."
+            )
+        d = load_logits(path)
+        for split in splits:
+            for calibrated, temperature in ((False, 1.0), (True, float(cal.at[epoch, "temperature"]))):
+                yield epoch, calibrated, split, softmax(d[f"{split}_logits"], temperature), d[f"{split}_labels"]
+
+
+def trust_stage(logit_paths, calibration_csv, out, params: TrustParams) -> pd.DataFrame:
+    """SPEC §3 on the test set, per epoch, before and after calibration."""
+    tables = []
+    for epoch, calibrated, _, probs, labels in iter_predictions(logit_paths, calibration_csv):
+        t = trust_opinions(probs, labels, params)
+        t.insert(0, "calibrated", calibrated)
+        t.insert(0, "epoch", epoch)
+        tables.append(t)
+    df = pd.concat(tables, ignore_index=True)[list(TRUST_COLUMNS)]
+    write_csv(df, out)
+    return df
+
+
+def scores_stage(logit_paths, calibration_csv, out, *, ece_bins: int = 10) -> pd.DataFrame:
+    """Scalar scores per (epoch, calibrated, split) for the test and validation sets."""
+    from . import metrics
+
+    rows = []
+    for epoch, calibrated, split, probs, labels in iter_predictions(
+        logit_paths, calibration_csv, splits=("test", "val")
+    ):
+        rows.append(dict(
+            epoch=epoch, calibrated=calibrated, split=split,
+            accuracy=metrics.accuracy(probs, labels), nll=metrics.nll(probs, labels),
+            ece=metrics.ece(probs, labels, n_bins=ece_bins),
+        ))
+    df = pd.DataFrame(rows)
+    write_csv(df, out)
+    return df

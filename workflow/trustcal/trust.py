@@ -1,0 +1,114 @@
+"""Trust opinion of a classifier (Ouattara, §5 and Algorithm 1; SPEC §3).
+
+For every class c the N predicted probabilities P[:, c] are split into M
+clusters [i/M, (i+1)/M) (the last one closed at 1). In cluster i with n_i
+values of which t_i belong to samples whose true label is c, and
+representative RP_i:
+
+    r_i = t_i
+    s_i = α·max(t_i − n_i·RP_i, 0) + β·max(n_i·RP_i − t_i, 0)
+
+Each (r_i, s_i) is a binomial opinion (Eq. 1: b = r/(W+r+s), d = s/(W+r+s),
+u = W/(W+r+s)). Cluster opinions are fused into a class opinion and class
+opinions into the network opinion; with cumulative fusion (the paper's
+choice) that is exactly the sum of evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+REPRESENTATIVES = ("midpoint", "mean")
+FUSIONS = ("cumulative", "averaging", "weighted")
+TRUST_COLUMNS = (
+    "epoch", "calibrated", "label", "belief", "disbelief", "uncertainty",
+    "base_rate", "positive_evidence", "negative_evidence",
+)
+
+
+@dataclass(frozen=True)
+class TrustParams:
+    clusters: int = 10
+    weight: float = 2.0  # W, the non-informative prior weight
+    alpha: float = 1.0
+    beta: float = 1.0
+    base_rate: float = 0.5
+    representative: str = "midpoint"
+    cluster_fusion: str = "cumulative"
+    class_fusion: str = "cumulative"
+
+    def __post_init__(self):
+        if self.clusters < 1:
+            raise ValueError(f"clusters must be ≥ 1 (got {self.clusters})")
+        if self.weight <= 0:
+            raise ValueError(f"weight W must be > 0 (got {self.weight})")
+        if self.representative not in REPRESENTATIVES:
+            raise ValueError(f"representative must be one of {REPRESENTATIVES}")
+        for f in (self.cluster_fusion, self.class_fusion):
+            if f not in FUSIONS:
+                raise ValueError(f"fusion must be one of {FUSIONS} (got {f!r})")
+
+
+def cluster_index(p: np.ndarray, clusters: int) -> np.ndarray:
+    """Cluster of each probability: floor(p·M), with p = 1 in the last cluster."""
+    return np.clip(np.floor(np.asarray(p, dtype=np.float64) * clusters), 0, clusters - 1).astype(np.intp)
+
+
+def cluster_evidence(probs: np.ndarray, labels: np.ndarray, params: TrustParams = TrustParams()):
+    """Per (class, cluster) counts and evidence, each a K×M array.
+
+    Returns a dict with ``n``, ``t``, ``representative``, ``r`` and ``s``.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = np.asarray(labels)
+    n_samples, k = probs.shape
+    m = params.clusters
+    idx = cluster_index(probs, m)  # N×K
+    flat = (np.arange(k) * m + idx).ravel()  # (class, cluster) bin of every value
+    is_true = (labels[:, None] == np.arange(k)).ravel()
+    n = np.bincount(flat, minlength=k * m).reshape(k, m).astype(np.float64)
+    t = np.bincount(flat, weights=is_true, minlength=k * m).reshape(k, m)
+    if params.representative == "midpoint":
+        rp = np.broadcast_to((np.arange(m) + 0.5) / m, (k, m))
+    else:  # mean probability of the cluster (midpoint where the cluster is empty)
+        sums = np.bincount(flat, weights=probs.ravel(), minlength=k * m).reshape(k, m)
+        rp = np.where(n > 0, sums / np.maximum(n, 1), (np.arange(m) + 0.5) / m)
+    expected = n * rp
+    r = t
+    s = params.alpha * np.maximum(t - expected, 0) + params.beta * np.maximum(expected - t, 0)
+    return dict(n=n, t=t, representative=np.asarray(rp), r=r, s=s)
+
+
+def _fuse_evidence(r: np.ndarray, s: np.ndarray, method: str, weight: float, base_rate: float, axis: int):
+    """Fuse evidence-based opinions along ``axis``; returns (b, d, u, a, r, s)."""
+    if method == "cumulative":
+        r_f, s_f = r.sum(axis=axis), s.sum(axis=axis)
+    else:
+        from .opinions import evidence_from_opinion, fuse, opinion_from_evidence
+
+        fused = fuse(opinion_from_evidence(r, s, weight, base_rate), axis=axis, method=method)
+        r_f, s_f = evidence_from_opinion(fused, weight)
+    total = weight + r_f + s_f
+    return r_f / total, s_f / total, weight / total, np.full_like(total, base_rate), r_f, s_f
+
+
+def trust_opinions(probs: np.ndarray, labels: np.ndarray, params: TrustParams = TrustParams()) -> pd.DataFrame:
+    """Class opinions and the network opinion (SPEC §3, steps 1–5).
+
+    Returns one row per label (0 … K−1, then ``network``) with ``belief,
+    disbelief, uncertainty, base_rate, positive_evidence, negative_evidence``.
+    """
+    ev = cluster_evidence(probs, labels, params)
+    b, d, u, a, r, s = _fuse_evidence(ev["r"], ev["s"], params.cluster_fusion, params.weight, params.base_rate, 1)
+    nb, nd, nu, na, nr, ns = _fuse_evidence(r, s, params.class_fusion, params.weight, params.base_rate, 0)
+    k = len(b)
+    return pd.DataFrame(
+        dict(
+            label=[str(c) for c in range(k)] + ["network"],
+            belief=np.append(b, nb), disbelief=np.append(d, nd), uncertainty=np.append(u, nu),
+            base_rate=np.append(a, na), positive_evidence=np.append(r, nr), negative_evidence=np.append(s, ns),
+        )
+    )
