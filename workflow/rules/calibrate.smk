@@ -5,14 +5,16 @@ rule calibrate:
     input:
         logits=logit_files,
     output:
-        table=RUN + "/calibration.csv",
+        table="results/{dataset}/seed{seed}/calibration.csv",
     params:
         calibration=config["calibration"],
     log:
-        LOGS + "/calibrate/{dataset}/seed{seed}.log",
+        "results/logs/calibrate/{dataset}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/calibrate.py"

@@ -15,9 +15,7 @@ except ConfigError as exc:
 DATASETS = config["datasets"]
 SEEDS = config["seeds"]
 EPOCHS = list(range(1, config["epochs"] + 1))
-RESULTS = "results"
-RUN = RESULTS + "/{dataset}/seed{seed}"
-LOGS = RESULTS + "/logs"
+CONDA_ENV = str(Path(workflow.basedir) / "envs" / "trustcal.yaml")
 
 # Minutes of CPU training per epoch on a laptop core, for the runtime resource
 # (a cluster profile may scale it; GPUs are far faster).
@@ -30,14 +28,14 @@ wildcard_constraints:
 
 
 def run_file(name, dataset="{dataset}", seed="{seed}"):
-    return f"{RESULTS}/{dataset}/seed{seed}/{name}"
+    return f"results/{dataset}/seed{seed}/{name}"
 
 
 def logit_files(wildcards=None):
-    pattern = RUN + "/logits/epoch{epoch:03d}.npz"
+    """The logits of every epoch: a pattern (for outputs) or, given wildcards, the files."""
     if wildcards is None:
-        return expand(pattern.replace("{dataset}", "{{dataset}}").replace("{seed}", "{{seed}}"), epoch=EPOCHS)
-    return expand(pattern, dataset=wildcards.dataset, seed=wildcards.seed, epoch=EPOCHS)
+        return expand("results/{{dataset}}/seed{{seed}}/logits/epoch{epoch:03d}.npz", epoch=EPOCHS)
+    return expand(run_file("logits/epoch{epoch:03d}.npz", wildcards.dataset, wildcards.seed), epoch=EPOCHS)
 
 
 def train_params():
@@ -54,5 +52,5 @@ def all_targets():
     for ds in DATASETS:
         for seed in SEEDS:
             targets += [run_file(n, ds, seed) for n in ("trust.csv", "scores.csv", "calibration.csv")]
-        targets += expand(f"{RESULTS}/figures/{ds}/{{fig}}.{{ext}}", fig=["trust_grid", "loss_curves"], ext=["png", "pdf"])
+        targets += expand(f"results/figures/{ds}/{{fig}}.{{ext}}", fig=["trust_grid", "loss_curves"], ext=["png", "pdf"])
     return targets

@@ -3,17 +3,19 @@
 
 rule download:
     output:
-        manifest=RESULTS + "/data/{dataset}/raw_manifest.tsv",
+        manifest="results/data/{dataset}/raw_manifest.tsv",
     params:
         data_dir=config["data_dir"],
         download=config["download"],
         verify_checksums=config["verify_checksums"],
     log:
-        LOGS + "/download/{dataset}.log",
+        "results/logs/download/{dataset}.log",
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/download.py"
 
@@ -22,17 +24,19 @@ rule prepare:
     input:
         manifest=rules.download.output.manifest,
     output:
-        splits=RESULTS + "/data/{dataset}/splits.npz",
+        splits="results/data/{dataset}/splits.npz",
     params:
         data_dir=config["data_dir"],
         validation_split=config["validation_split"],
         verify_checksums=config["verify_checksums"],
     log:
-        LOGS + "/prepare/{dataset}.log",
+        "results/logs/prepare/{dataset}.log",
     threads: 1
     resources:
         mem_mb=4000,
         runtime=15,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/prepare.py"
 

@@ -3,17 +3,19 @@
 
 rule figures:
     input:
-        trust=expand(RUN + "/trust.csv", seed=SEEDS, allow_missing=True),
-        history=expand(RUN + "/history.csv", seed=SEEDS, allow_missing=True),
+        trust=expand("results/{dataset}/seed{seed}/trust.csv", seed=SEEDS, allow_missing=True),
+        history=expand("results/{dataset}/seed{seed}/history.csv", seed=SEEDS, allow_missing=True),
     output:
-        trust_grid=multiext(RESULTS + "/figures/{dataset}/trust_grid", ".png", ".pdf"),
-        loss_curves=multiext(RESULTS + "/figures/{dataset}/loss_curves", ".png", ".pdf"),
+        trust_grid=multiext("results/figures/{dataset}/trust_grid", ".png", ".pdf"),
+        loss_curves=multiext("results/figures/{dataset}/loss_curves", ".png", ".pdf"),
     log:
-        LOGS + "/figures/{dataset}.log",
+        "results/logs/figures/{dataset}.log",
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/figures.py"
 

@@ -10,19 +10,21 @@ rule train:
     input:
         splits=rules.prepare.output.splits,
     output:
-        history=RUN + "/history.csv",
+        history="results/{dataset}/seed{seed}/history.csv",
     params:
         train=train_params(),
         checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
     log:
-        LOGS + "/train/{dataset}/seed{seed}.log",
+        "results/logs/train/{dataset}/seed{seed}.log",
     benchmark:
-        RESULTS + "/benchmarks/train/{dataset}/seed{seed}.tsv"
+        "results/benchmarks/train/{dataset}/seed{seed}.tsv"
     threads: 2
     resources:
         mem_mb=4000,
         runtime=lambda w: int(30 + MINUTES_PER_EPOCH[w.dataset] * config["epochs"]),
         gpu=gpus(),
+    conda:
+        CONDA_ENV
     script:
         "../scripts/train.py"
 
@@ -36,10 +38,12 @@ rule logits:
     params:
         checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
     log:
-        LOGS + "/logits/{dataset}/seed{seed}.log",
+        "results/logs/logits/{dataset}/seed{seed}.log",
     threads: 2
     resources:
         mem_mb=4000,
         runtime=lambda w: int(10 + 0.1 * config["epochs"]),
+    conda:
+        CONDA_ENV
     script:
         "../scripts/logits.py"

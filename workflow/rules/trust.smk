@@ -8,15 +8,17 @@ rule trust:
         logits=logit_files,
         calibration=rules.calibrate.output.table,
     output:
-        table=RUN + "/trust.csv",
+        table="results/{dataset}/seed{seed}/trust.csv",
     params:
         trust=dict(clusters=config["clusters"], **config["trust"]),
     log:
-        LOGS + "/trust/{dataset}/seed{seed}.log",
+        "results/logs/trust/{dataset}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/trust.py"
 
@@ -26,14 +28,16 @@ rule scores:
         logits=logit_files,
         calibration=rules.calibrate.output.table,
     output:
-        table=RUN + "/scores.csv",
+        table="results/{dataset}/seed{seed}/scores.csv",
     params:
         metrics=config["metrics"],
     log:
-        LOGS + "/scores/{dataset}/seed{seed}.log",
+        "results/logs/scores/{dataset}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/scores.py"

@@ -22,7 +22,7 @@ from .trust import TRUST_COLUMNS  # noqa: E402
 
 DATASET_TITLES = {"mnist": "MNIST (MLP)", "cifar10": "CIFAR-10 (CNN)"}
 COMPONENTS = (("belief", "Trust (belief)"), ("disbelief", "Disbelief"), ("uncertainty", "Uncertainty"))
-STATE_TITLES = {False: "Before calibration", True: "After calibration (temperature scaling)"}
+STATE_TITLES = {False: "Before calibration", True: "After calibration"}
 LABEL_CMAP = "viridis"
 # Paper column width is ~3.3 in; a full-width figure ~7 in.
 FULL_WIDTH = 7.0
@@ -73,11 +73,10 @@ def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> 
                 data=sub, x="epoch", y=component, hue="label", palette=palette, legend=False,
                 errorbar="sd", ax=ax, linewidth=1.0,
             )
-            ax.set_title(f"{name}\n{STATE_TITLES[calibrated]}" if col == 0 else name)
+            ax.set_title(name if row == 0 else "")
             ax.set_xlabel("Epoch" if row == 1 else "")
-            ax.set_ylabel(f"{STATE_TITLES[calibrated].split(' (')[0]}\n{name.split(' (')[0].lower()}" if col == 0 else "")
-    for ax, (_, name) in zip(axes[0], COMPONENTS):
-        ax.set_title(name)
+            ax.set_ylabel(f"{STATE_TITLES[calibrated]}\n{component}" if col == 0 else component)
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     sm = matplotlib.cm.ScalarMappable(norm=norm, cmap=LABEL_CMAP)
     cbar = fig.colorbar(sm, ax=axes, shrink=0.8, pad=0.02, ticks=labels)
     cbar.set_label("Label")
@@ -95,6 +94,7 @@ def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) 
     fig, ax = plt.subplots(figsize=(3.4, 2.6), constrained_layout=True)
     sns.lineplot(data=long, x="epoch", y="loss", hue="set", errorbar="sd", ax=ax, marker="o" if history["epoch"].nunique() < 15 else None)
     ax.set_xlabel("Epoch")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_ylabel("Cross-entropy loss (nats)")
     ax.set_title(f"{title}: loss ({_seed_note(history)})")
     ax.legend(title=None, frameon=True)

@@ -1,0 +1,33 @@
+# Set-up and entry points. Needs only Python 3.11+ (and network access for the
+# packages and, for `reproduce`, the datasets).
+PYTHON ?= python3
+VENV   ?= .venv
+CORES  ?= all
+BIN    := $(VENV)/bin
+
+.PHONY: reproduce test benchmark clean-venv
+
+reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs)
+	$(BIN)/snakemake --cores $(CORES)
+
+test: $(VENV)/.installed-test  ## the test suite
+	$(BIN)/python -m pytest
+
+benchmark: $(VENV)/.installed  ## training-speed benchmark (benchmarks/README.md)
+	$(BIN)/python benchmarks/bench_training.py
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trustcal needs Python 3.11 or newer; run: make PYTHON=/path/to/python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(VENV)/.installed $@
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,20 @@
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TRUSTCAL_SHARED", REPO.parent / "shared"))
+MNIST_TEST_FILES = SHARED / "datasets" / "mnist-test"
+AUTHOR_PREDICTIONS = SHARED / "reference" / "author-predictions"
+
+
+@pytest.fixture
+def tiny_data(tmp_path):
+    """A data_dir with small MNIST and CIFAR-10 files in torchvision's on-disk formats."""
+    from trustcal.synthetic import write_cifar10, write_mnist
+
+    data_dir = tmp_path / "data"
+    write_mnist(data_dir, n_train=200, n_test=60)
+    write_cifar10(data_dir, n_train=200, n_test=60)
+    return data_dir

@@ -1,0 +1,56 @@
+"""Configuration checking: defaults, readable errors, the shipped config is the paper's."""
+
+import pytest
+import yaml
+
+from trustcal.config import ConfigError, validate_config
+from workflow_utils import REPO
+
+
+@pytest.fixture
+def paper():
+    return yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def test_shipped_config_is_the_papers_setup(paper):
+    cfg = validate_config(paper)
+    assert cfg["datasets"] == ["mnist", "cifar10"] and cfg["epochs"] == 100 and cfg["batch_size"] == 32
+    assert cfg["seeds"] == [0] and cfg["clusters"] == 10 and cfg["learning_rate"] == 0.001
+    assert cfg["trust"] == dict(weight=2.0, alpha=1.0, beta=1.0, base_rate=0.5, representative="midpoint",
+                                cluster_fusion="cumulative", class_fusion="cumulative")
+    assert cfg["calibration"]["fit_on"] == "validation"
+
+
+def test_every_key_of_the_shipped_config_is_commented():
+    for line in (REPO / "config.yaml").read_text().splitlines():
+        if line and not line.lstrip().startswith("#") and ":" in line and not line.rstrip().endswith(":"):
+            assert "#" in line, f"uncommented key: {line}"
+
+
+def test_defaults_are_filled_and_scalars_become_lists():
+    cfg = validate_config({"datasets": "mnist", "data_dir": "d", "epochs": 2, "seeds": 1})
+    assert cfg["datasets"] == ["mnist"] and cfg["seeds"] == [1]
+    assert cfg["trust"]["weight"] == 2.0 and cfg["calibration"]["t_max"] == 100.0
+
+
+@pytest.mark.parametrize("override,message", [
+    ({"datasets": ["imagenet"]}, "key 'datasets.0' is 'imagenet'; allowed values: mnist, cifar10"),
+    ({"epochs": 0}, "key 'epochs' is 0; it must be ≥ 1"),
+    ({"clusters": -1}, "key 'clusters' is -1; it must be ≥ 1"),
+    ({"epohcs": 3}, "unknown key 'epohcs' (did you mean 'epochs'?)"),
+    ({"trust": {"wieght": 3}}, "unknown key 'wieght' (did you mean 'weight'?) in 'trust'"),
+    ({"device": "gpu"}, "key 'device' is 'gpu'; allowed: auto, cpu, cuda or cuda:N"),
+    ({"calibration": {"fit_on": "train"}}, "allowed values: validation, test"),
+    ({"calibration": {"t_min": 5, "t_max": 1}}, "t_min must be smaller than calibration.t_max"),
+    ({"seeds": ["a"]}, "key 'seeds.0' is 'a'; it must be of type integer"),
+])
+def test_bad_values_name_the_key_and_what_is_allowed(paper, override, message):
+    with pytest.raises(ConfigError) as err:
+        validate_config({**paper, **override})
+    assert message in str(err.value)
+
+
+def test_missing_required_key(paper):
+    del paper["epochs"]
+    with pytest.raises(ConfigError, match="'epochs' is a required property"):
+        validate_config(paper)

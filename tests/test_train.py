@@ -1,0 +1,157 @@
+"""Training engine: paper architectures, checkpoints, resume bit for bit (SPEC §1)."""
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from trustcal.io import TrustcalError
+from trustcal.models import build_model, count_parameters
+from trustcal.synthetic import class_images
+from trustcal.train import (
+    TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device, train,
+)
+
+
+def splits(dataset, n_train=256, n_val=64, n_test=64):
+    shape = (1, 28, 28) if dataset == "mnist" else (3, 32, 32)
+    x, y = class_images(n_train + n_val, shape, seed=0)
+    xt, yt = class_images(n_test, shape, seed=1)
+    return dict(x_train=x[:n_train], y_train=y[:n_train], x_val=x[n_train:], y_val=y[n_train:], x_test=xt, y_test=yt)
+
+
+def states_equal(a, b):
+    return all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_paper_architectures():
+    assert count_parameters(build_model("cifar10")) == 122_570
+    assert count_parameters(build_model("mnist")) == 784 * 128 + 128 + 128 * 10 + 10
+    assert build_model("cifar10")(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+    assert build_model("mnist")(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+
+
+def test_glorot_init_zero_bias_and_bounds():
+    torch.manual_seed(0)
+    model = build_model("mnist", init="glorot")
+    w = model[1].weight
+    limit = np.sqrt(6 / (784 + 128))
+    assert w.abs().max() <= limit and w.abs().max() > 0.9 * limit
+    assert torch.count_nonzero(model[1].bias) == 0
+    torch.manual_seed(0)
+    assert torch.count_nonzero(build_model("mnist", init="torch")[1].bias) > 0
+
+
+@pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
+def test_learns_and_writes_a_checkpoint_per_epoch(tmp_path, dataset):
+    history = train(TrainConfig(dataset, seed=0, epochs=3), splits(dataset), tmp_path)
+    assert list(history["epoch"]) == [1, 2, 3]
+    assert history["train_loss"].iloc[-1] < history["train_loss"].iloc[0]
+    assert history["val_accuracy"].between(0, 1).all()
+    for e in (1, 2, 3):
+        state = load_checkpoint(checkpoint_path(tmp_path, e))
+        assert state["epoch"] == e and {"model", "optimizer", "shuffle_rng", "history"} <= set(state)
+    if dataset == "mnist":
+        assert history["val_accuracy"].iloc[-1] > 0.5
+
+
+def test_same_seed_same_checkpoints_and_resume_is_bit_for_bit(tmp_path):
+    data = splits("mnist")
+    train(TrainConfig("mnist", seed=3, epochs=4), data, tmp_path / "straight")
+    train(TrainConfig("mnist", seed=3, epochs=2), data, tmp_path / "resumed")
+    h = train(TrainConfig("mnist", seed=3, epochs=4), data, tmp_path / "resumed")
+    assert list(h["epoch"]) == [1, 2, 3, 4]
+    for e in range(1, 5):
+        a = load_checkpoint(checkpoint_path(tmp_path / "straight", e))
+        b = load_checkpoint(checkpoint_path(tmp_path / "resumed", e))
+        assert states_equal(a["model"], b["model"]), f"epoch {e} differs"
+        assert a["history"][-1]["train_loss"] == b["history"][-1]["train_loss"]
+    la = compute_logits(checkpoint_path(tmp_path / "straight", 4), "mnist", data)
+    lb = compute_logits(checkpoint_path(tmp_path / "resumed", 4), "mnist", data)
+    assert np.array_equal(la["test_logits"], lb["test_logits"])
+    other = train(TrainConfig("mnist", seed=4, epochs=1), data, tmp_path / "other")
+    assert not states_equal(
+        load_checkpoint(checkpoint_path(tmp_path / "other", 1))["model"],
+        load_checkpoint(checkpoint_path(tmp_path / "straight", 1))["model"],
+    )
+
+
+def test_raising_epochs_trains_only_the_new_ones(tmp_path, caplog):
+    data = splits("mnist")
+    train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
+    before = {e: checkpoint_path(tmp_path, e).stat().st_mtime_ns for e in (1, 2)}
+    with caplog.at_level(logging.INFO, logger="trustcal.train"):
+        train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path)
+    trained = [r.message for r in caplog.records if r.message.startswith("epoch")]
+    assert len(trained) == 1 and trained[0].startswith("epoch   3/3")
+    assert {e: checkpoint_path(tmp_path, e).stat().st_mtime_ns for e in (1, 2)} == before
+    # Lowering epochs trains nothing and returns the shorter history.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="trustcal.train"):
+        h = train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
+    assert list(h["epoch"]) == [1, 2] and not [r for r in caplog.records if r.message.startswith("epoch")]
+
+
+def test_checkpoints_of_another_configuration_are_not_reused(tmp_path, caplog):
+    data = splits("mnist")
+    train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
+    with caplog.at_level(logging.WARNING, logger="trustcal.train"):
+        h = train(TrainConfig("mnist", seed=0, epochs=2, learning_rate=1e-2), data, tmp_path)
+    assert "training afresh" in caplog.text
+    assert load_checkpoint(checkpoint_path(tmp_path, 2))["fingerprint"]["learning_rate"] == 1e-2
+    assert list(h["epoch"]) == [1, 2]
+
+
+def test_truncated_checkpoint_is_reported_with_the_fix(tmp_path):
+    data = splits("mnist")
+    train(TrainConfig("mnist", seed=0, epochs=1), data, tmp_path)
+    path = checkpoint_path(tmp_path, 1)
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(TrustcalError, match=r"epoch001\.pt.*truncated or corrupt.*forcerun train"):
+        compute_logits(path, "mnist", data)
+
+
+KILL_SCRIPT = """
+import sys, numpy as np, logging
+logging.basicConfig(level=logging.INFO)
+from trustcal.train import TrainConfig, train
+d = dict(np.load(sys.argv[1]))
+train(TrainConfig("mnist", seed=1, epochs=int(sys.argv[3])), d, sys.argv[2])
+"""
+
+
+def test_killed_mid_epoch_loses_at_most_that_epoch(tmp_path):
+    data = splits("mnist", n_train=12000)  # ~375 steps per epoch, well under a second
+    np.savez(tmp_path / "data.npz", **data)
+    ckpt = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(tmp_path / "data.npz"), str(ckpt), "50"])
+    deadline = time.time() + 120
+    while not checkpoint_path(ckpt, 2).exists() and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.15)  # inside a later epoch
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = sorted(p.name for p in ckpt.glob("epoch*.pt"))
+    assert "epoch002.pt" in done and len(done) < 50
+    assert not list(ckpt.glob(".*tmp")), "no half-written checkpoint left behind"
+    last = len(done)
+    h = train(TrainConfig("mnist", seed=1, epochs=last + 1), data, ckpt)
+    assert len(h) == last + 1
+    train(TrainConfig("mnist", seed=1, epochs=last + 1), data, tmp_path / "straight")
+    assert states_equal(
+        load_checkpoint(checkpoint_path(ckpt, last + 1))["model"],
+        load_checkpoint(checkpoint_path(tmp_path / "straight", last + 1))["model"],
+    )
+
+
+def test_device_resolution(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto").type == "cpu"
+    with pytest.raises(TrustcalError, match="no CUDA GPU"):
+        resolve_device("cuda")

@@ -1,0 +1,120 @@
+"""The whole workflow under snakemake on tiny datasets in torchvision's formats."""
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_utils import make_workdir, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+DATASETS = ("mnist", "cifar10")
+CONTRACT = {
+    "history.csv": ["epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"],
+    "calibration.csv": ["epoch", "temperature", "val_nll_before", "val_nll_after", "converged"],
+    "trust.csv": [
+        "epoch", "calibrated", "label", "belief", "disbelief", "uncertainty",
+        "base_rate", "positive_evidence", "negative_evidence",
+    ],
+    "scores.csv": ["epoch", "calibrated", "split", "accuracy", "nll", "ece"],
+}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished tiny run (3 epochs, both datasets), shared read-only by the tests below."""
+    workdir = make_workdir(tmp_path_factory.mktemp("run") / "work")
+    snakemake(workdir)
+    return workdir
+
+
+@pytest.fixture
+def copy_of(finished, tmp_path):
+    dst = tmp_path / "work"
+    shutil.copytree(finished, dst, symlinks=True)
+    return dst
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_every_contracted_file_exists_with_its_columns(finished, dataset):
+    run = finished / "results" / dataset / "seed0"
+    for e in (1, 2, 3):
+        assert (run / "checkpoints" / f"epoch{e:03d}.pt").stat().st_size > 0
+        with np.load(run / "logits" / f"epoch{e:03d}.npz") as d:
+            assert set(d.files) == {"val_logits", "val_labels", "test_logits", "test_labels"}
+            assert d["test_logits"].shape == (80, 10) and d["val_logits"].shape == (24, 10)
+    for name, columns in CONTRACT.items():
+        df = pd.read_csv(run / name)
+        assert list(df.columns[: len(columns)]) == columns, name
+    for fig in ("trust_grid", "loss_curves"):
+        for ext in ("png", "pdf"):
+            assert (finished / "results" / "figures" / dataset / f"{fig}.{ext}").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_tables_hold_sane_values(finished, dataset):
+    run = finished / "results" / dataset / "seed0"
+    trust = pd.read_csv(run / "trust.csv")
+    assert len(trust) == 3 * 2 * 11  # epochs × before/after × (10 labels + network)
+    np.testing.assert_allclose(trust[["belief", "disbelief", "uncertainty"]].sum(axis=1), 1.0)
+    assert set(trust["label"].astype(str)) == {str(c) for c in range(10)} | {"network"}
+    cal = pd.read_csv(run / "calibration.csv")
+    assert (cal["temperature"] > 0).all() and list(cal["epoch"]) == [1, 2, 3]
+    assert (cal["val_nll_after"] <= cal["val_nll_before"] + 1e-9).all()
+    scores = pd.read_csv(run / "scores.csv")
+    assert scores["accuracy"].between(0, 1).all() and scores["ece"].between(0, 1).all()
+    assert set(scores["split"]) == {"test", "val"}
+    # temperature scaling leaves accuracy unchanged
+    pivot = scores.pivot_table(index=["epoch", "split"], columns="calibrated", values="accuracy")
+    np.testing.assert_allclose(pivot[False], pivot[True])
+
+
+def test_lint_and_nothing_left_to_do(finished):
+    lint = snakemake(finished, "--lint")
+    assert "good condition" in lint.stdout + lint.stderr
+    assert planned_jobs(finished) == {}
+
+
+def test_changing_a_trust_parameter_reruns_only_trust_and_figures(copy_of):
+    plan = planned_jobs(copy_of, "--config", "clusters=5")
+    assert set(plan) == {"trust", "figures", "all"}, plan
+    plan = planned_jobs(copy_of, "--config", "trust={representative: mean}")
+    assert set(plan) == {"trust", "figures", "all"}, plan
+
+
+def test_raising_epochs_trains_only_the_new_epoch(copy_of):
+    ckpts = copy_of / "results" / "mnist" / "seed0" / "checkpoints"
+    before = {p.name: p.stat().st_mtime_ns for p in ckpts.glob("*.pt")}
+    snakemake(copy_of, "--config", "epochs=4", "datasets=[mnist]")
+    log = (copy_of / "results" / "logs" / "train" / "mnist" / "seed0.log").read_text()
+    assert "resuming from" in log and "epoch003.pt" in log
+    assert "epoch   4/4" in log and "epoch   1/4" not in log
+    assert {p.name: p.stat().st_mtime_ns for p in ckpts.glob("epoch00[123].pt")} == before
+    assert len(pd.read_csv(copy_of / "results" / "mnist" / "seed0" / "history.csv")) == 4
+    assert len(pd.read_csv(copy_of / "results" / "mnist" / "seed0" / "calibration.csv")) == 4
+
+
+def test_bad_config_stops_before_any_job_with_a_readable_message(copy_of):
+    for override, expected in (
+        ("datasets=[mnst]", "allowed values: mnist, cifar10"),
+        ("epochs=0", "key 'epochs' is 0; it must be ≥ 1"),
+        ("clusters=-1", "key 'clusters' is -1"),
+        ("epoch=3", "unknown key 'epoch' (did you mean 'epochs'?)"),
+    ):
+        proc = snakemake(copy_of, "--dry-run", "--config", override, check=False)
+        assert proc.returncode != 0
+        out = proc.stdout + proc.stderr
+        assert expected in out, out
+        assert "Traceback" not in out
+
+
+def test_missing_dataset_offline_stops_at_download_with_instructions(tmp_path):
+    workdir = make_workdir(tmp_path / "work")
+    shutil.rmtree(workdir / "data" / "cifar-10-batches-py")
+    proc = snakemake(workdir, "--config", "datasets=[cifar10]", check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "cifar-10-python.tar.gz" in out and "c58f30108f718f92721af3b95e74349a" in out
+    assert not (workdir / "results" / "data" / "cifar10" / "raw_manifest.tsv").exists()
