@@ -43,6 +43,15 @@ def train_params():
     return {k: config[k] for k in keys}
 
 
+def trust_params():
+    sweep_keys = ("clusters_sweep", "sweep_epochs")
+    return dict(clusters=config["clusters"], **{k: v for k, v in config["trust"].items() if k not in sweep_keys})
+
+
+def sweep_params():
+    return dict(clusters=config["trust"]["clusters_sweep"], epochs=config["trust"]["sweep_epochs"])
+
+
 def gpus():
     return 1 if config["device"].startswith("cuda") else 0
 

@@ -3,7 +3,7 @@
 
 rule figures:
     input:
-        trust=expand("results/{dataset}/seed{seed}/trust.csv", seed=SEEDS, allow_missing=True),
+        trust=expand(rules.trust.output.trust, seed=SEEDS, allow_missing=True),
         history=expand("results/{dataset}/seed{seed}/history.csv", seed=SEEDS, allow_missing=True),
     output:
         trust_grid=multiext("results/figures/{dataset}/trust_grid", ".png", ".pdf"),

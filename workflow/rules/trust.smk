@@ -8,9 +8,12 @@ rule trust:
         logits=logit_files,
         calibration=rules.calibrate.output.table,
     output:
-        table="results/{dataset}/seed{seed}/trust.csv",
+        trust="results/{dataset}/seed{seed}/trust.csv",
+        dynamic_trust="results/{dataset}/seed{seed}/dynamic_trust.csv",
+        trust_sweep="results/{dataset}/seed{seed}/trust_sweep.csv",
     params:
-        trust=dict(clusters=config["clusters"], **config["trust"]),
+        trust=trust_params(),
+        sweep=sweep_params(),
     log:
         "results/logs/trust/{dataset}/seed{seed}.log",
     threads: 1
@@ -28,7 +31,10 @@ rule scores:
         logits=logit_files,
         calibration=rules.calibrate.output.table,
     output:
-        table="results/{dataset}/seed{seed}/scores.csv",
+        scores="results/{dataset}/seed{seed}/scores.csv",
+        trust_spectrum="results/{dataset}/seed{seed}/trust_spectrum.csv",
+        reliability="results/{dataset}/seed{seed}/reliability.csv",
+        trust_density="results/{dataset}/seed{seed}/trust_density.csv",
     params:
         metrics=config["metrics"],
     log:

@@ -3,8 +3,10 @@ from _common import run
 
 def main(sm):
     from trustcal.stages import scores_stage
+    from trustcal.tables import MetricParams
 
-    scores_stage(sm.input.logits, sm.input.calibration, sm.output.table, **sm.params.metrics)
+    params = MetricParams(**{**sm.params.metrics, "ece_bins": tuple(sm.params.metrics["ece_bins"])})
+    scores_stage(sm.input.logits, sm.input.calibration, dict(sm.output.items()), params)
 
 
 run(snakemake, main)  # noqa: F821

@@ -16,7 +16,8 @@ import pandas as pd
 
 from .calibration import fit_temperature, nll_from_logits, softmax
 from .io import TrustcalError, read_csv, read_npz, write_csv
-from .trust import TRUST_COLUMNS, TrustParams, trust_opinions
+from .tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from .trust import TrustParams
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,6 @@ CALIBRATION_COLUMNS = (
     "epoch", "temperature", "val_nll_before", "val_nll_after", "converged",
     "at_bound", "fit_split", "fit_nll_before", "fit_nll_after", "iterations",
 )
-SCORE_KEYS = ("epoch", "calibrated", "split")
 EPOCH_RE = re.compile(r"epoch(\d+)\.npz$")
 
 
@@ -85,10 +85,8 @@ def calibrate_stage(logit_paths: Iterable[str], out, *, fit_on="validation", t_m
     return df
 
 
-def iter_predictions(
-    logit_paths: Iterable[str], calibration_csv, splits=("test",)
-) -> Iterator[tuple[int, bool, str, np.ndarray, np.ndarray]]:
-    """(epoch, calibrated, split, probs, labels) for every epoch, before and after scaling."""
+def load_predictions(logit_paths: Iterable[str], calibration_csv, splits=("test", "val")) -> Iterator[Predictions]:
+    """Predictions of every epoch and split, before and after temperature scaling."""
     cal = read_csv(calibration_csv, ("epoch", "temperature"), rule="calibrate").set_index("epoch")
     for path in sorted(logit_paths, key=epoch_of):
         epoch = epoch_of(path)
@@ -100,35 +98,20 @@ def iter_predictions(
         d = load_logits(path)
         for split in splits:
             for calibrated, temperature in ((False, 1.0), (True, float(cal.at[epoch, "temperature"]))):
-                yield epoch, calibrated, split, softmax(d[f"{split}_logits"], temperature), d[f"{split}_labels"]
+                yield Predictions(epoch, calibrated, split, softmax(d[f"{split}_logits"], temperature), d[f"{split}_labels"])
 
 
-def trust_stage(logit_paths, calibration_csv, out, params: TrustParams) -> pd.DataFrame:
-    """SPEC §3 on the test set, per epoch, before and after calibration."""
-    tables = []
-    for epoch, calibrated, _, probs, labels in iter_predictions(logit_paths, calibration_csv):
-        t = trust_opinions(probs, labels, params)
-        t.insert(0, "calibrated", calibrated)
-        t.insert(0, "epoch", epoch)
-        tables.append(t)
-    df = pd.concat(tables, ignore_index=True)[list(TRUST_COLUMNS)]
-    write_csv(df, out)
-    return df
+def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> None:
+    """Write each named table to the output of the same name."""
+    for name, df in tables.items():
+        write_csv(df, outputs[name])
 
 
-def scores_stage(logit_paths, calibration_csv, out, *, ece_bins: int = 10) -> pd.DataFrame:
-    """Scalar scores per (epoch, calibrated, split) for the test and validation sets."""
-    from . import metrics
+def trust_stage(logit_paths, calibration_csv, outputs: dict[str, str], params: TrustParams, sweep: SweepParams) -> None:
+    """SPEC §3 per epoch, before and after calibration: trust.csv, dynamic_trust.csv, trust_sweep.csv."""
+    write_tables(trust_tables(list(load_predictions(logit_paths, calibration_csv)), params, sweep), outputs)
 
-    rows = []
-    for epoch, calibrated, split, probs, labels in iter_predictions(
-        logit_paths, calibration_csv, splits=("test", "val")
-    ):
-        rows.append(dict(
-            epoch=epoch, calibrated=calibrated, split=split,
-            accuracy=metrics.accuracy(probs, labels), nll=metrics.nll(probs, labels),
-            ece=metrics.ece(probs, labels, n_bins=ece_bins),
-        ))
-    df = pd.DataFrame(rows)
-    write_csv(df, out)
-    return df
+
+def scores_stage(logit_paths, calibration_csv, outputs: dict[str, str], params: MetricParams) -> None:
+    """Every scalar metric (scores.csv) and the per-label / per-bin side tables."""
+    write_tables(score_tables(list(load_predictions(logit_paths, calibration_csv)), params), outputs)

@@ -1,0 +1,176 @@
+"""Tidy result tables from predicted probabilities, shared by the workflow and the CLI.
+
+Input is a sequence of :class:`Predictions` — one (epoch, calibrated, split)
+each — whatever produced them (our logits, or someone's prediction files).
+Output is one long table per result, one row per (epoch, calibrated, …), so
+seaborn plots them directly and seeds stack by concatenation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import metrics
+from .trust import TRUST_COLUMNS, TrustParams, cluster_evidence, cluster_index, trust_opinions
+
+
+@dataclass(frozen=True)
+class Predictions:
+    epoch: int
+    calibrated: bool
+    split: str  # "test" or "val"
+    probs: np.ndarray
+    labels: np.ndarray
+
+
+@dataclass(frozen=True)
+class MetricParams:
+    ece_bins: tuple[int, ...] = (10, 15)
+    nts_alpha: float = 1.0
+    nts_beta: float = 1.0
+    density_gamma: float = 0.5
+    density_points: int = 51
+    geo_eps: float = 0.01
+    geo_bins: int = 10
+    reliability_bins: int = 10
+
+
+@dataclass(frozen=True)
+class SweepParams:
+    clusters: tuple[int, ...] = (2, 5, 10, 20, 50, 100)
+    representatives: tuple[str, ...] = ("midpoint", "mean")
+    epochs: tuple[int, ...] = (1, 10, 20, 50, 100)  # plus always the last epoch
+
+
+def _keys(p: Predictions, **extra) -> dict:
+    return dict(epoch=p.epoch, calibrated=p.calibrated, split=p.split, **extra)
+
+
+def _prepend(df: pd.DataFrame, p: Predictions, with_split: bool = True) -> pd.DataFrame:
+    keys = _keys(p) if with_split else dict(epoch=p.epoch, calibrated=p.calibrated)
+    for i, (k, v) in enumerate(keys.items()):
+        df.insert(i, k, v)
+    return df
+
+
+def _by_split(preds: Iterable[Predictions], split: str) -> list[Predictions]:
+    return [p for p in preds if p.split == split]
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd.DataFrame:
+    """SPEC §3 on the test predictions: K class opinions + the network opinion per (epoch, calibrated)."""
+    frames = [_prepend(trust_opinions(p.probs, p.labels, params), p, with_split=False) for p in _by_split(preds, "test")]
+    return pd.concat(frames, ignore_index=True)[list(TRUST_COLUMNS)]
+
+
+def dynamic_trust(fit: Predictions, new: Predictions, params: TrustParams) -> pd.DataFrame:
+    """Per-prediction opinions (SPEC §3.6) of ``new``, from the cluster opinions of ``fit``.
+
+    A prediction with predicted class k and probability p gets the opinion of
+    (k, cluster(p)) learned on ``fit``. Returns one row per sample.
+    """
+    ev = cluster_evidence(fit.probs, fit.labels, params)
+    k = new.probs.argmax(axis=1)
+    p = new.probs[np.arange(len(k)), k]
+    i = cluster_index(p, params.clusters)
+    r, s = ev["r"][k, i], ev["s"][k, i]
+    total = params.weight + r + s
+    return pd.DataFrame(dict(
+        predicted=k, confidence=p, correct=k == new.labels,
+        belief=r / total, disbelief=s / total, uncertainty=params.weight / total,
+    ))
+
+
+def dynamic_trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd.DataFrame:
+    """Mean per-prediction opinion on the test set, for correct and incorrect predictions.
+
+    Cluster opinions are learned on the validation predictions of the same
+    (epoch, calibrated) when present (the operational setting), otherwise on
+    the test predictions themselves (``fitted_on`` says which).
+    """
+    val = {(p.epoch, p.calibrated): p for p in _by_split(preds, "val")}
+    rows = []
+    for test in _by_split(preds, "test"):
+        fit = val.get((test.epoch, test.calibrated), test)
+        per_sample = dynamic_trust(fit, test, params)
+        for correct, group in per_sample.groupby("correct"):
+            rows.append(dict(
+                epoch=test.epoch, calibrated=test.calibrated, fitted_on=fit.split, correct=bool(correct),
+                n=len(group), belief=group["belief"].mean(), disbelief=group["disbelief"].mean(),
+                uncertainty=group["uncertainty"].mean(),
+            ))
+    return pd.DataFrame(rows, columns=["epoch", "calibrated", "fitted_on", "correct", "n", "belief", "disbelief", "uncertainty"])
+
+
+def sweep_epochs(available: Iterable[int], wanted: Iterable[int]) -> list[int]:
+    available = sorted(set(available))
+    return sorted({e for e in wanted if e in available} | {available[-1]}) if available else []
+
+
+def trust_sweep_table(preds: Sequence[Predictions], params: TrustParams, sweep: SweepParams) -> pd.DataFrame:
+    """Network and mean class opinion against the number of clusters M and the representative."""
+    tests = _by_split(preds, "test")
+    chosen = set(sweep_epochs([p.epoch for p in tests], sweep.epochs))
+    rows = []
+    for p in tests:
+        if p.epoch not in chosen:
+            continue
+        for m in sweep.clusters:
+            for rep in sweep.representatives:
+                t = trust_opinions(p.probs, p.labels, replace(params, clusters=m, representative=rep))
+                net = t[t["label"] == "network"].iloc[0]
+                classes = t[t["label"] != "network"]
+                rows.append(dict(
+                    epoch=p.epoch, calibrated=p.calibrated, clusters=m, representative=rep,
+                    belief=net.belief, disbelief=net.disbelief, uncertainty=net.uncertainty,
+                    class_belief_mean=classes["belief"].mean(), class_disbelief_mean=classes["disbelief"].mean(),
+                    class_uncertainty_mean=classes["uncertainty"].mean(),
+                ))
+    return pd.DataFrame(rows)
+
+
+def trust_tables(preds: Sequence[Predictions], params: TrustParams, sweep: SweepParams | None = None) -> dict[str, pd.DataFrame]:
+    preds = list(preds)
+    out = {"trust": trust_table(preds, params), "dynamic_trust": dynamic_trust_table(preds, params)}
+    if sweep is not None:
+        out["trust_sweep"] = trust_sweep_table(preds, params, sweep)
+    return out
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def score_tables(preds: Sequence[Predictions], mp: MetricParams = MetricParams()) -> dict[str, pd.DataFrame]:
+    """``scores`` (every scalar metric per epoch × calibrated × split) and the side tables.
+
+    Side tables are computed on every split: ``trust_spectrum`` (NetTrustScore
+    per label), ``reliability`` (top-label and one-vs-rest curves) and
+    ``trust_density`` (KDE of the question-answer trust per label).
+    """
+    scores, spectra, curves, densities = [], [], [], []
+    grid = np.linspace(0.0, 1.0, mp.density_points)
+    for p in preds:
+        scores.append(_keys(p, **metrics.scalar_metrics(
+            p.probs, p.labels, ece_bins=mp.ece_bins, nts_alpha=mp.nts_alpha, nts_beta=mp.nts_beta,
+            geo_eps=mp.geo_eps, geo_bins=mp.geo_bins, reliability_bins=mp.reliability_bins,
+        )))
+        k = p.probs.shape[1]
+        spectrum = metrics.trust_spectrum(p.probs, p.labels, k, mp.nts_alpha, mp.nts_beta)
+        counts = np.bincount(p.labels, minlength=k)
+        spectra.append(_prepend(pd.DataFrame(dict(label=np.arange(k), trust=spectrum, count=counts)), p))
+        curves.append(_prepend(metrics.reliability_table(p.probs, p.labels, mp.reliability_bins), p))
+        densities.append(_prepend(metrics.trust_density_table(
+            p.probs, p.labels, gamma=mp.density_gamma, grid=grid, alpha=mp.nts_alpha, beta=mp.nts_beta), p))
+    return {
+        "scores": pd.DataFrame(scores),
+        "trust_spectrum": pd.concat(spectra, ignore_index=True),
+        "reliability": pd.concat(curves, ignore_index=True),
+        "trust_density": pd.concat(densities, ignore_index=True),
+    }
