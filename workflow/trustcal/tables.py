@@ -168,8 +168,10 @@ def score_tables(preds: Sequence[Predictions], mp: MetricParams = MetricParams()
         curves.append(_prepend(metrics.reliability_table(p.probs, p.labels, mp.reliability_bins), p))
         densities.append(_prepend(metrics.trust_density_table(
             p.probs, p.labels, gamma=mp.density_gamma, grid=grid, alpha=mp.nts_alpha, beta=mp.nts_beta), p))
+    scores = pd.DataFrame(scores)
+    first = ["epoch", "calibrated", "split", "accuracy", "nll", "ece"]  # the contracted columns
     return {
-        "scores": pd.DataFrame(scores),
+        "scores": scores[first + [c for c in scores.columns if c not in first]],
         "trust_spectrum": pd.concat(spectra, ignore_index=True),
         "reliability": pd.concat(curves, ignore_index=True),
         "trust_density": pd.concat(densities, ignore_index=True),

@@ -1,0 +1,92 @@
+"""Time the per-epoch metric computation of the workflow.
+
+One "epoch" = the scalar metrics and the side tables (reliability curves,
+trust spectrum, trust densities, geometric bins) for the test predictions
+before and after temperature scaling, i.e. everything twice. Random logits
+stand in for a model's; the timing does not depend on their values much.
+
+    python benchmarks/bench_metrics.py [--n 10000] [--k 10] [--repeats 7] [--out CSV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from trustcal import metrics as M
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def one_split(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """Time each piece of the per-split work once; returns seconds per piece."""
+    pieces = {
+        "scalar_metrics": lambda: M.scalar_metrics(probs, labels),
+        "reliability_table": lambda: M.reliability_table(probs, labels),
+        "trust_spectrum": lambda: M.trust_spectrum(probs, labels),
+        "trust_density_table": lambda: M.trust_density_table(probs, labels),
+        "geometric_bins": lambda: M.geometric_bins(probs, labels),
+    }
+    out = {}
+    for name, fn in pieces.items():
+        t0 = time.perf_counter()
+        fn()
+        out[name] = time.perf_counter() - t0
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=10_000, help="samples (default 10000)")
+    parser.add_argument("--k", type=int, default=10, help="classes (default 10)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed epochs (default 7)")
+    parser.add_argument("--epochs", type=int, default=100, help="epochs to extrapolate to (default 100)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/metrics.csv"))
+    args = parser.parse_args(argv)
+
+    rng = np.random.default_rng(args.seed)
+    labels = rng.integers(0, args.k, args.n)
+    logits = rng.normal(0, 1, (args.n, args.k)) * 4
+    logits[np.arange(args.n), labels] += 6  # a fairly accurate, overconfident model
+    before, after = softmax(logits), softmax(logits / 1.7)
+
+    one_split(before, labels)  # warm-up (imports, caches)
+    rows = []
+    for rep in range(args.repeats):
+        for calibrated, probs in (("before", before), ("after", after)):
+            for piece, secs in one_split(probs, labels).items():
+                rows.append({"repeat": rep, "calibrated": calibrated, "piece": piece, "seconds": secs})
+    timings = pd.DataFrame(rows)
+
+    per_epoch = timings.groupby("repeat")["seconds"].sum()  # both splits, all pieces
+    per_piece = (timings.groupby(["repeat", "piece"])["seconds"].sum()
+                 .groupby("piece").median().sort_values(ascending=False))
+    median_epoch = statistics.median(per_epoch)
+
+    summary = pd.DataFrame(
+        [{"piece": p, "n": args.n, "k": args.k, "median_seconds_per_epoch": s,
+          f"seconds_for_{args.epochs}_epochs": s * args.epochs} for p, s in per_piece.items()]
+        + [{"piece": "total", "n": args.n, "k": args.k, "median_seconds_per_epoch": median_epoch,
+            f"seconds_for_{args.epochs}_epochs": median_epoch * args.epochs}])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(args.out, index=False)
+
+    print(f"{args.n} x {args.k} predictions, before + after calibration, {args.repeats} repeats")
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(f"median per epoch: {median_epoch * 1e3:.1f} ms; "
+          f"extrapolated for {args.epochs} epochs: {median_epoch * args.epochs:.1f} s")
+    print(f"written: {args.out}")
+
+
+if __name__ == "__main__":
+    main()

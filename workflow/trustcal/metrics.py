@@ -1,0 +1,538 @@
+"""Calibration and trust metrics of a classifier's predicted probabilities.
+
+Every function takes ``probs`` (N × K floats, rows summing to 1) and
+``labels`` (N integers in [0, K)) and is pure and vectorised (no per-sample
+Python loop). Formulas and sources are in each docstring; section numbers
+refer to ``SPEC.md``.
+
+Bin-edge conventions (stated once, used everywhere):
+
+* **Equal-width bins** (``binning="width"``, Guo et al. 2017; SPEC §5): M bins
+  ``(i/M, (i+1)/M]``, right-closed, with a confidence of exactly 0 put in the
+  first bin. The edges are ``i/M`` computed by one correctly rounded division,
+  so a confidence of exactly 0.3 (the float nearest 3/10) lands in
+  ``(0.2, 0.3]`` and 1.0 in the last bin. Values a few ulp outside [0, 1]
+  (float32 softmax) are clamped into the first/last bin.
+  netcal ≥ 1.3 uses NumPy histogram bins ``[i/M, (i+1)/M)`` (last bin closed)
+  after clipping to [eps, 1 − eps]; torchmetrics uses ``torch.bucketize(...,
+  right=True)``, i.e. ``[i/M, (i+1)/M)`` plus an extra bin holding exactly 1.0.
+  All three agree whenever no confidence sits exactly on an inner edge i/M;
+  netcal also agrees at 1.0, torchmetrics does not.
+* **Equal-mass bins** (``binning="mass"``, adaptive ECE): sort the N
+  confidences (stable sort, so ties keep sample order) and give the sample of
+  rank r ∈ [0, N) the bin ``⌊r·M/N⌋``; bins hold ⌊N/M⌋ or ⌈N/M⌉ samples.
+  Equal confidences may straddle two bins; this keeps the populations equal,
+  which is what the adaptive estimator is for.
+* **Geometric measured bins** (SPEC §7): see :func:`geometric_bins`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "accuracy",
+    "nll",
+    "brier",
+    "ece",
+    "mce",
+    "classwise_ece",
+    "bin_indices",
+    "question_answer_trust",
+    "trust_spectrum",
+    "net_trust_score",
+    "expected_confidence",
+    "trust_density",
+    "trust_density_table",
+    "generalized_mean",
+    "geometric_bins",
+    "geometric_metrics",
+    "reliability_curve",
+    "reliability_table",
+    "reliability_summary",
+    "scalar_metrics",
+]
+
+BINNINGS = ("width", "mass")
+
+
+# --------------------------------------------------------------------------
+# input handling and binning
+
+
+def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Validate shapes; return float64 probs (N, K) and int64 labels (N,)."""
+    probs = np.asarray(probs, dtype=float)
+    labels = np.asarray(labels)
+    if probs.ndim != 2:
+        raise ValueError(f"probs must be 2-D (N, K), got shape {probs.shape}")
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D (N,), got shape {labels.shape}")
+    if probs.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"probs has {probs.shape[0]} rows but labels has {labels.shape[0]} entries")
+    if probs.shape[0] == 0:
+        raise ValueError("no samples: probs and labels are empty")
+    if probs.shape[1] < 2:
+        raise ValueError(f"need at least 2 classes, got K = {probs.shape[1]}")
+    if not np.issubdtype(labels.dtype, np.integer):
+        if not np.all(np.mod(labels, 1) == 0):
+            raise ValueError("labels must be integers")
+        labels = labels.astype(np.int64)
+    if labels.min() < 0 or labels.max() >= probs.shape[1]:
+        raise ValueError(
+            f"labels must lie in [0, {probs.shape[1]}), got range "
+            f"[{labels.min()}, {labels.max()}]")
+    return probs, labels.astype(np.int64, copy=False)
+
+
+def _top_label(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence (max prob) and correctness (argmax == label; ties → lowest index)."""
+    pred = np.argmax(probs, axis=1)
+    conf = probs[np.arange(len(labels)), pred]
+    return conf, (pred == labels).astype(float)
+
+
+def bin_indices(conf, n_bins: int = 10, binning: str = "width") -> np.ndarray:
+    """Bin index in [0, n_bins) of each confidence (conventions: module docstring)."""
+    conf = np.asarray(conf, dtype=float)
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    if binning == "width":
+        edges = np.arange(n_bins + 1) / n_bins
+        idx = np.searchsorted(edges, conf, side="left") - 1  # edges[i] < c <= edges[i+1]
+        return np.clip(idx, 0, n_bins - 1)
+    if binning == "mass":
+        flat = conf.ravel()
+        rank = np.empty(flat.size, dtype=np.int64)
+        rank[np.argsort(flat, kind="stable")] = np.arange(flat.size)
+        return ((rank * n_bins) // max(flat.size, 1)).reshape(conf.shape)
+    raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
+
+
+def _binned_means(conf: np.ndarray, hit: np.ndarray, idx: np.ndarray, n_bins: int):
+    """Per bin: count, mean confidence and mean hit rate (NaN for empty bins)."""
+    count = np.bincount(idx, minlength=n_bins).astype(float)
+    nonempty = count > 0
+    safe = np.where(nonempty, count, 1.0)
+    mean_conf = np.where(nonempty, np.bincount(idx, weights=conf, minlength=n_bins) / safe, np.nan)
+    mean_hit = np.where(nonempty, np.bincount(idx, weights=hit, minlength=n_bins) / safe, np.nan)
+    return count, mean_conf, mean_hit
+
+
+# --------------------------------------------------------------------------
+# §5 accuracy, NLL, Brier, ECE family
+
+
+def accuracy(probs, labels) -> float:
+    """Fraction of samples whose argmax equals the label (SPEC §5)."""
+    probs, labels = _check(probs, labels)
+    return float(np.mean(np.argmax(probs, axis=1) == labels))
+
+
+def nll(probs, labels, eps: float = 1e-12) -> float:
+    """Mean negative log-likelihood −(1/N) Σ_i log max(p_{i,y_i}, eps) (SPEC §5)."""
+    probs, labels = _check(probs, labels)
+    p_true = probs[np.arange(len(labels)), labels]
+    return float(-np.mean(np.log(np.clip(p_true, eps, 1.0))))
+
+
+def brier(probs, labels) -> float:
+    """Brier score (1/N) Σ_i Σ_k (p_ik − 1[y_i = k])² (SPEC §5; Brier 1950)."""
+    probs, labels = _check(probs, labels)
+    onehot = np.zeros_like(probs)
+    onehot[np.arange(len(labels)), labels] = 1.0
+    return float(np.mean(np.sum((probs - onehot) ** 2, axis=1)))
+
+
+def _top_label_gaps(probs, labels, n_bins: int, binning: str):
+    probs, labels = _check(probs, labels)
+    conf, hit = _top_label(probs, labels)
+    count, mean_conf, mean_hit = _binned_means(conf, hit, bin_indices(conf, n_bins, binning), n_bins)
+    return count, np.abs(mean_hit - mean_conf)
+
+
+def ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
+    """Top-label expected calibration error (Guo et al. 2017; SPEC §5).
+
+    ECE = Σ_m |B_m|/N · |acc(B_m) − conf(B_m)| with confidence = max prob,
+    prediction = argmax, and bins as in the module docstring.
+    """
+    count, gap = _top_label_gaps(probs, labels, n_bins, binning)
+    return float(np.sum(count[count > 0] * gap[count > 0]) / np.sum(count))
+
+
+def mce(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
+    """Maximum calibration error max_m |acc(B_m) − conf(B_m)| over non-empty bins (SPEC §5)."""
+    count, gap = _top_label_gaps(probs, labels, n_bins, binning)
+    return float(np.max(gap[count > 0]))
+
+
+def classwise_ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
+    """Classwise ECE (Kull et al. 2019; SPEC §5): mean over classes k of the
+    one-vs-rest ECE of (p_ik, 1[y_i = k]),
+    (1/K) Σ_k Σ_m |B_km|/N · |freq(B_km) − mean p(B_km)|.
+    """
+    probs, labels = _check(probs, labels)
+    n, k = probs.shape
+    hit = np.zeros_like(probs)
+    hit[np.arange(n), labels] = 1.0
+    if binning == "mass":  # ranks within each class column
+        idx = np.stack([bin_indices(probs[:, c], n_bins, "mass") for c in range(k)], axis=1)
+    else:
+        idx = bin_indices(probs, n_bins, binning)
+    flat = (idx + n_bins * np.arange(k)[None, :]).ravel()  # one bin set per class
+    count, mean_conf, mean_hit = _binned_means(probs.ravel(), hit.ravel(), flat, n_bins * k)
+    gap = np.where(count > 0, np.abs(mean_hit - mean_conf), 0.0)
+    per_class = np.sum((count * gap).reshape(k, n_bins), axis=1) / n
+    return float(np.mean(per_class))
+
+
+# --------------------------------------------------------------------------
+# §6 NetTrustScore family (Wong, Wang, Hryniowski 2020)
+
+
+def question_answer_trust(probs, labels, alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
+    """Question-answer trust per sample (Wong et al. Eq. 3; SPEC §6).
+
+    Q_i = C_i^α if argmax_i = y_i, else (1 − C_i)^β, with C_i = max_k p_ik
+    (clipped to [0, 1] so float32 round-off cannot make 1 − C negative).
+    """
+    probs, labels = _check(probs, labels)
+    conf, hit = _top_label(probs, labels)
+    conf = np.clip(conf, 0.0, 1.0)
+    return np.where(hit > 0, conf ** alpha, (1.0 - conf) ** beta)
+
+
+def trust_spectrum(probs, labels, n_classes: int | None = None,
+                   alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
+    """Trust spectrum T(z) = mean of Q_i over samples with true label z (Wong Eq. 5; SPEC §6).
+
+    Returns an array of length ``n_classes`` (default K); NaN for labels
+    that do not occur.
+    """
+    q = question_answer_trust(probs, labels, alpha, beta)
+    labels = np.asarray(labels).astype(np.int64)
+    k = np.asarray(probs).shape[1] if n_classes is None else int(n_classes)
+    if labels.max() >= k:
+        raise ValueError(f"labels reach {labels.max()} but n_classes = {k}")
+    count = np.bincount(labels, minlength=k).astype(float)
+    total = np.bincount(labels, weights=q, minlength=k)
+    return np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
+
+
+def net_trust_score(probs, labels, alpha: float = 1.0, beta: float = 1.0) -> float:
+    """NetTrustScore T_M = Σ_z P(z) T(z), P(z) the label frequency (Wong Eq. 6; SPEC §6).
+
+    With P(z) = n_z/N this is exactly the mean of Q over all samples.
+    """
+    probs, labels = _check(probs, labels)
+    spectrum = trust_spectrum(probs, labels, alpha=alpha, beta=beta)
+    freq = np.bincount(labels, minlength=probs.shape[1]) / len(labels)
+    return float(np.sum(freq[freq > 0] * spectrum[freq > 0]))
+
+
+def expected_confidence(probs, labels) -> tuple[float, float]:
+    """Mean confidence C = max prob on correct and on incorrect answers (Wong Eq. 7–8; SPEC §6).
+
+    Returns (C̄_correct, C̄_incorrect); NaN for a group with no sample.
+    """
+    probs, labels = _check(probs, labels)
+    conf, hit = _top_label(probs, labels)
+    right = hit > 0
+    c_right = float(np.mean(conf[right])) if right.any() else math.nan
+    c_wrong = float(np.mean(conf[~right])) if (~right).any() else math.nan
+    return c_right, c_wrong
+
+
+def trust_density(q, gamma: float = 0.5, grid=None) -> tuple[np.ndarray, np.ndarray]:
+    """Trust density: reflected Gaussian KDE of question-answer trust values (Wong §2.2; SPEC §6).
+
+    f(x) = 1/(N h) Σ_i Σ_k [φ((x − 2k − q_i)/h) + φ((x − 2k + q_i)/h)],  h = γ/√N,
+
+    i.e. the plain Gaussian KDE plus its mirror images in 0 and 1 (and the
+    images of those, k ∈ ℤ), so that f integrates to 1 over [0, 1] for any N.
+    Images farther than 9h from the grid are skipped (φ(9) ≈ 1e-18 of the
+    kernel's peak). ``grid`` defaults to 201 points on
+    [0, 1] and should lie within [0, 1]. Returns (grid, density); the density
+    is NaN when ``q`` is empty.
+    """
+    q = np.asarray(q, dtype=float).ravel()
+    grid = np.linspace(0.0, 1.0, 201) if grid is None else np.asarray(grid, dtype=float)
+    if q.size == 0:
+        return grid, np.full(grid.shape, np.nan)
+    if not gamma > 0:
+        raise ValueError(f"gamma must be > 0, got {gamma}")
+    h = gamma / math.sqrt(q.size)
+    reach = 9.0 * h  # φ(9) ≈ 1e-18: images farther away than this contribute nothing
+    n_img = 1 + math.ceil(reach / 2.0)
+    density = np.zeros(grid.shape)
+    x = grid.ravel()[:, None]
+    lo, hi = x.min() - reach, x.max() + reach
+    for k in range(-n_img, n_img + 1):  # a handful of mirror images, not a loop over samples
+        for centres in (2 * k + q, 2 * k - q):
+            centres = centres[(centres >= lo) & (centres <= hi)]  # only images within reach
+            if centres.size == 0:
+                continue
+            z = x - centres[None, :]  # (G, n) kernel arguments, updated in place
+            z *= 1.0 / h
+            np.square(z, out=z)
+            z *= -0.5
+            density += np.exp(z, out=z).sum(axis=1).reshape(grid.shape)
+    return grid, density / (q.size * h * math.sqrt(2.0 * math.pi))
+
+
+def trust_density_table(probs, labels, gamma: float = 0.5, grid=None,
+                        alpha: float = 1.0, beta: float = 1.0) -> pd.DataFrame:
+    """Tidy table of the trust density of every label z present (columns label, trust, density)."""
+    probs, labels = _check(probs, labels)
+    q = question_answer_trust(probs, labels, alpha, beta)
+    frames = []
+    for z in np.unique(labels):  # one KDE per class (K iterations)
+        x, f = trust_density(q[labels == z], gamma=gamma, grid=grid)
+        frames.append(pd.DataFrame({"label": int(z), "trust": x, "density": f}))
+    return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------
+# §7 geometric accuracy, decisiveness, robustness (Nelson 2017; George et al.)
+
+
+def generalized_mean(x, rho: float, weights=None) -> float:
+    """Generalized (power) mean M_ρ(x) = (Σ w_i x_i^ρ / Σ w_i)^(1/ρ); M_0 = exp(Σ w_i log x_i / Σ w_i).
+
+    x ≥ 0. A zero gives M_ρ = 0 for ρ ≤ 0 (the limit). Source: SPEC §7,
+    George et al. §3.
+    """
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        return math.nan
+    with np.errstate(divide="ignore"):
+        if rho == 0:
+            return float(np.exp(np.average(np.log(x), weights=weights)))
+        return float(np.average(x ** rho, weights=weights) ** (1.0 / rho))
+
+
+def _correct_class_probs(probs: np.ndarray, labels: np.ndarray):
+    """q_i = p_{i,y_i} and the N(K−1) wrong-class probabilities p_ik, k ≠ y_i."""
+    n, k = probs.shape
+    mask = np.ones((n, k), dtype=bool)
+    mask[np.arange(n), labels] = False
+    return probs[np.arange(n), labels], probs[mask]
+
+
+def _geometric_binning(q: np.ndarray, n_bins: int):
+    """Equal-population bins over the correct-class probabilities q (SPEC §7).
+
+    Returns (assign, lower, upper, singular): ``assign(values)`` gives the bin
+    of any probabilities (−1 if none), and per-bin edges and singular flags.
+    """
+    n = q.size
+    values, counts = np.unique(q, return_counts=True)
+    singular = values[counts * n_bins >= n]  # would fill a bin on its own
+    rest = np.sort(q[~np.isin(q, singular)])
+    n_reg = max(n_bins - singular.size, 1) if rest.size else 0
+    if n_reg:
+        starts = (np.arange(n_reg) * rest.size) // n_reg
+        lower_reg = rest[starts]
+        lower_reg[0] = 0.0  # the first bin starts at 0, so every probability has a bin
+    else:
+        lower_reg = np.empty(0)
+    upper_reg = np.append(lower_reg[1:], 1.0) if n_reg else np.empty(0)
+
+    def assign(x: np.ndarray) -> np.ndarray:
+        out = np.full(x.shape, -1, dtype=np.int64)
+        if n_reg:
+            out = np.searchsorted(lower_reg, x, side="right") - 1  # lower_j <= x < lower_{j+1}
+            out = np.clip(out, 0, n_reg - 1)
+        if singular.size:
+            pos = np.clip(np.searchsorted(singular, x), 0, singular.size - 1)
+            on_point = singular[pos] == x
+            out = np.where(on_point, n_reg + pos, out)
+        return out
+
+    lower = np.concatenate([lower_reg, singular])
+    upper = np.concatenate([upper_reg, singular])
+    is_singular = np.concatenate([np.zeros(n_reg, bool), np.ones(singular.size, bool)])
+    return assign, lower, upper, is_singular
+
+
+def geometric_bins(probs, labels, eps: float = 0.01, n_bins: int = 10) -> pd.DataFrame:
+    """Bins of the measured correct-class probability (SPEC §7; George et al. §4).
+
+    Procedure (choices marked *):
+
+    1. q_i = p_{i,y_i}. *A value v is a singularity when it occurs at least
+       N/B times (it would fill a bin on its own). Each singularity gets a
+       point bin [v, v] holding exactly the probabilities equal to v.
+    2. The other q_i are sorted and split into B − (number of singularities)
+       (at least 1) equal-population bins by rank r → ⌊r·B'/N'⌋ (populations
+       ⌊N'/B'⌋ or ⌈N'/B'⌉). *Bin j covers [lower_j, lower_{j+1}) with lower_j
+       its smallest member, except lower_0 = 0 and the last bin closed at 1,
+       so the bins partition [0, 1] minus the singular points. Equal values
+       always share a bin (an empty bin can result and is dropped).
+    3. c_j = number of correct-class probabilities q_i in bin j; w_j = number
+       of wrong-class probabilities p_ik (k ≠ y_i) whose value falls in bin j.
+    4. m_j = max(c_j / (c_j + w_j), ε).
+
+    Columns: bin, lower, upper, singular, n_correct, n_wrong, measured
+    (only bins with n_correct > 0).
+    """
+    probs, labels = _check(probs, labels)
+    q, wrong = _correct_class_probs(probs, labels)
+    assign, lower, upper, singular = _geometric_binning(q, n_bins)
+    nb = lower.size
+    c = np.bincount(assign(q), minlength=nb)
+    wb = assign(wrong)
+    w = np.bincount(wb[wb >= 0], minlength=nb)
+    keep = c > 0
+    measured = np.maximum(c / np.where(c + w > 0, c + w, 1), eps)
+    return pd.DataFrame({
+        "bin": np.arange(nb)[keep], "lower": lower[keep], "upper": upper[keep],
+        "singular": singular[keep], "n_correct": c[keep], "n_wrong": w[keep],
+        "measured": measured[keep],
+    })
+
+
+def geometric_metrics(probs, labels, eps: float = 0.01, n_bins: int = 10) -> dict[str, float]:
+    """Geometric accuracy, decisiveness and robustness, reported and measured (SPEC §7).
+
+    Reported: generalized means of q_i = max(p_{i,y_i}, ε) with ρ = 0
+    (geometric accuracy), 1 (decisiveness), −2/3 (robustness).
+    Measured: the same means of m_bin(i) over all i (each bin weighted by its
+    population), bins from :func:`geometric_bins`.
+    confidence_slope = (D_meas − R_meas)/(D_rep − R_rep): < 1 overconfident,
+    > 1 underconfident; NaN when D_rep − R_rep ≤ 1e-12 (all q_i equal, up to
+    round-off in the means).
+    """
+    probs, labels = _check(probs, labels)
+    q, _ = _correct_class_probs(probs, labels)
+    reported = np.maximum(q, eps)
+    table = geometric_bins(probs, labels, eps=eps, n_bins=n_bins)
+    m, pop = table["measured"].to_numpy(), table["n_correct"].to_numpy()
+    out = {}
+    for name, rho in (("geometric_accuracy", 0.0), ("decisiveness", 1.0), ("robustness", -2.0 / 3.0)):
+        out[name] = generalized_mean(reported, rho)
+        out[f"{name}_measured"] = generalized_mean(m, rho, weights=pop)
+    den = out["decisiveness"] - out["robustness"]
+    num = out["decisiveness_measured"] - out["robustness_measured"]
+    out["confidence_slope"] = num / den if abs(den) > 1e-12 else math.nan
+    return out
+
+
+# --------------------------------------------------------------------------
+# §8 calibration curves (Jospin et al. 2022 §VII)
+
+
+def reliability_curve(probs, labels, n_bins: int = 10, class_index: int | None = None) -> pd.DataFrame:
+    """Reliability diagram in equal-width bins (SPEC §8; Jospin et al. Eq. 49).
+
+    ``class_index=None``: top-label (confidence = max prob, event = argmax is
+    right). An int c: one-vs-rest (predicted p_ic, event y_i = c).
+    Columns: bin, bin_lower, bin_upper, bin_centre, mean_predicted,
+    observed_frequency, count; empty bins have count 0 and NaN means.
+    """
+    probs, labels = _check(probs, labels)
+    if class_index is None:
+        pred, hit = _top_label(probs, labels)
+    else:
+        if not 0 <= class_index < probs.shape[1]:
+            raise ValueError(f"class_index must lie in [0, {probs.shape[1]}), got {class_index}")
+        pred, hit = probs[:, class_index], (labels == class_index).astype(float)
+    count, mean_pred, freq = _binned_means(pred, hit, bin_indices(pred, n_bins), n_bins)
+    edges = np.arange(n_bins + 1) / n_bins
+    return pd.DataFrame({
+        "bin": np.arange(n_bins), "bin_lower": edges[:-1], "bin_upper": edges[1:],
+        "bin_centre": (np.arange(n_bins) + 0.5) / n_bins, "mean_predicted": mean_pred,
+        "observed_frequency": freq, "count": count.astype(np.int64),
+    })
+
+
+def reliability_table(probs, labels, n_bins: int = 10) -> pd.DataFrame:
+    """All reliability curves in one tidy table: the top-label curve
+    (``class_index`` <NA>) and the K one-vs-rest curves, with a ``curve``
+    column ("top_label" / "one_vs_rest")."""
+    probs, labels = _check(probs, labels)
+    frames = []
+    for c in [None, *range(probs.shape[1])]:  # K + 1 curves
+        df = reliability_curve(probs, labels, n_bins, class_index=c)
+        df.insert(0, "class_index", pd.array([c] * n_bins, dtype="Int64"))
+        df.insert(0, "curve", "top_label" if c is None else "one_vs_rest")
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def reliability_summary(curve: pd.DataFrame) -> dict[str, float]:
+    """Summary numbers of a reliability curve (SPEC §8; Jospin et al. Eq. 53–54).
+
+    * ``squared_distance`` = Σ_m n_m (obs_m − pred_m)² / Σ_m n_m: the squared
+      distance to the diagonal integrated against the distribution of the
+      predictions (Eq. 54 with dp̂ the empirical measure of p̂, which makes it
+      0 for a calibrated model whatever range its predictions cover).
+    * ``auc`` = ∫_0^1 p̃(p̂) dp̂ (Eq. 53, uniform dp̂), with p̃ the piecewise-linear
+      curve through the non-empty bins' (mean_predicted, observed_frequency)
+      points, held constant before the first and after the last point
+      (``np.interp``); integrated exactly by the trapezoid rule on the knots
+      {0, points, 1}. 0.5 for the diagonal over a range symmetric about 1/2.
+
+    Both are NaN for a curve without a non-empty bin.
+    """
+    count = curve["count"].to_numpy(dtype=float)
+    keep = count > 0
+    if not keep.any():
+        return {"squared_distance": math.nan, "auc": math.nan}
+    x = curve["mean_predicted"].to_numpy(dtype=float)[keep]
+    y = curve["observed_frequency"].to_numpy(dtype=float)[keep]
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+    sq = float(np.sum(count[keep][order] * (y - x) ** 2) / np.sum(count[keep]))
+    knots = np.concatenate([[0.0], np.clip(x, 0.0, 1.0), [1.0]])
+    auc = float(np.trapezoid(np.interp(knots, x, y), knots))
+    return {"squared_distance": sq, "auc": auc}
+
+
+# --------------------------------------------------------------------------
+# all scalars at once
+
+
+def scalar_metrics(probs, labels, *, ece_bins=(10, 15), nts_alpha: float = 1.0,
+                   nts_beta: float = 1.0, geo_eps: float = 0.01, geo_bins: int = 10,
+                   reliability_bins: int = 10) -> dict[str, float]:
+    """Every scalar metric as a flat dict with stable snake_case keys.
+
+    Keys: accuracy, mean_confidence, nll, brier; ece (= ece_{ece_bins[0]}),
+    ece_{M}, ece_mass_{M}, mce_{M} for each M in ``ece_bins``; classwise_ece
+    (ece_bins[0] width bins); net_trust_score, confidence_correct,
+    confidence_incorrect; geometric_accuracy, decisiveness, robustness and
+    their *_measured; confidence_slope; reliability_sq_distance,
+    reliability_auc (top-label curve, ``reliability_bins`` bins).
+    """
+    probs, labels = _check(probs, labels)
+    ece_bins = tuple(int(m) for m in ece_bins)
+    if not ece_bins:
+        raise ValueError("ece_bins must name at least one bin count")
+    conf, _ = _top_label(probs, labels)
+    out: dict[str, float] = {
+        "accuracy": accuracy(probs, labels),
+        "mean_confidence": float(np.mean(conf)),
+        "nll": nll(probs, labels),
+        "brier": brier(probs, labels),
+        "ece": ece(probs, labels, ece_bins[0]),
+    }
+    for m in ece_bins:
+        out[f"ece_{m}"] = ece(probs, labels, m)
+    for m in ece_bins:
+        out[f"ece_mass_{m}"] = ece(probs, labels, m, binning="mass")
+    for m in ece_bins:
+        out[f"mce_{m}"] = mce(probs, labels, m)
+    out["classwise_ece"] = classwise_ece(probs, labels, ece_bins[0])
+    out["net_trust_score"] = net_trust_score(probs, labels, nts_alpha, nts_beta)
+    out["confidence_correct"], out["confidence_incorrect"] = expected_confidence(probs, labels)
+    out.update(geometric_metrics(probs, labels, eps=geo_eps, n_bins=geo_bins))
+    summary = reliability_summary(reliability_curve(probs, labels, reliability_bins))
+    out["reliability_sq_distance"] = summary["squared_distance"]
+    out["reliability_auc"] = summary["auc"]
+    return {k: float(v) for k, v in out.items()}
