@@ -14,12 +14,14 @@ import logging
 import re
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from .engine import StackedTrainer
 from .io import TrustcalError, atomic_path
 from .models import build_model
 
@@ -27,6 +29,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
 CHECKPOINT_RE = re.compile(r"epoch(\d{3,})\.pt$")
+ENGINE_VERSION = "stacked-1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,13 +44,20 @@ class TrainConfig:
     init: str = "glorot"
     device: str = "auto"
     threads: int = 1
+    seed_group: tuple[int, ...] = ()  # the seeds trained together with this one, if any
 
     def fingerprint(self) -> dict:
-        """What makes checkpoints of two runs interchangeable (not epochs, device, threads)."""
+        """What makes checkpoints of two runs interchangeable (not epochs, device, threads).
+
+        Seeds trained together agree with a seed trained alone only to float
+        tolerance, so the group is part of it: resuming stays bit for bit.
+        """
         d = dataclasses.asdict(self)
         for key in ("epochs", "device", "threads"):
             d.pop(key)
         d["betas"] = list(d["betas"])
+        d["seed_group"] = list(d["seed_group"])
+        d["engine"] = ENGINE_VERSION
         return d
 
 
@@ -128,91 +138,107 @@ def predict_logits(model: torch.nn.Module, x: torch.Tensor, batch_size: int = 10
     return torch.cat(out).float().cpu()
 
 
-def _evaluate(model, x, y) -> tuple[float, float]:
-    logits = predict_logits(model, x)
-    return F.cross_entropy(logits, y).item(), (logits.argmax(1) == y).float().mean().item()
+def _resume(cfgs: list[TrainConfig], ckpt_dirs: list[Path]) -> tuple[int, list[dict | None]]:
+    """The epoch every seed of the group can resume from, and each seed's state there."""
+    found = [find_resume_point(d, c) for c, d in zip(cfgs, ckpt_dirs)]
+    if any(st is None for st in found):
+        return 0, [None] * len(cfgs)
+    start = min(min(st["epoch"] for st in found), cfgs[0].epochs)
+    states = [st if st["epoch"] == start else load_checkpoint(checkpoint_path(d, start)) for st, d in zip(found, ckpt_dirs)]
+    return start, states
 
 
-def train(cfg: TrainConfig, data: dict[str, np.ndarray], ckpt_dir: str | Path) -> pd.DataFrame:
-    """Train to ``cfg.epochs``, resuming from the last checkpoint in ``ckpt_dir``.
+def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_dirs: Sequence[str | Path]) -> list[pd.DataFrame]:
+    """Train several seeds of one configuration together (one stacked model), resuming if possible.
 
-    Returns the per-epoch history (SPEC §1): mean training loss/accuracy over
-    the epoch's batches, validation loss/accuracy after the epoch, seconds.
+    Each seed keeps its own initialisation, shuffling generator, checkpoints
+    and history, so its result equals training it alone (to float tolerance).
     """
-    ckpt_dir = Path(ckpt_dir)
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(cfg.threads)
-    device = resolve_device(cfg.device)
+    cfgs = list(cfgs)
+    if len({dataclasses.replace(c, seed=0, seed_group=()) for c in cfgs}) != 1:
+        raise ValueError("seeds trained together must share every setting but the seed")
+    if len(cfgs) > 1:
+        group = tuple(sorted(c.seed for c in cfgs))
+        cfgs = [dataclasses.replace(c, seed_group=group) for c in cfgs]
+    cfg0 = cfgs[0]
+    ckpt_dirs = [Path(d) for d in ckpt_dirs]
+    for d in ckpt_dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(cfg0.threads)
+    torch.set_flush_denormal(True)
+    device = resolve_device(cfg0.device)
 
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.dataset, cfg.init).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=cfg.betas, eps=cfg.eps)
-    shuffle = torch.Generator().manual_seed(cfg.seed)
-    history: list[dict] = []
-
-    state = find_resume_point(ckpt_dir, cfg)
-    if state is not None:
-        start = min(state["epoch"], cfg.epochs)
-        if start < state["epoch"]:
-            log.info("checkpoint epoch %d already covers the %d requested epochs", state["epoch"], cfg.epochs)
-            state = load_checkpoint(checkpoint_path(ckpt_dir, start))
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        shuffle.set_state(state["shuffle_rng"])
-        history = state["history"][:start]
-        log.info("resuming from %s (epoch %d)", checkpoint_path(ckpt_dir, start), start)
+    start, states = _resume(cfgs, ckpt_dirs)
+    shuffles = [torch.Generator().manual_seed(c.seed) for c in cfgs]
+    if start == 0:
+        models = []
+        for c in cfgs:
+            torch.manual_seed(c.seed)
+            models.append(build_model(c.dataset, c.init).state_dict())
+        histories: list[list[dict]] = [[] for _ in cfgs]
     else:
-        start = 0
+        models = [st["model"] for st in states]
+        for gen, st in zip(shuffles, states):
+            gen.set_state(st["shuffle_rng"])
+        histories = [st["history"][:start] for st in states]
+        for c, d in zip(cfgs, ckpt_dirs):
+            log.info("seed %d: resuming from %s", c.seed, checkpoint_path(d, start))
+    trainer = StackedTrainer(cfg0.dataset, models, device, cfg0.learning_rate, cfg0.betas, cfg0.eps)
+    if start > 0:
+        trainer.load_optimizer([st["optimizer"] for st in states])
 
     x_train = torch.from_numpy(data["x_train"]).to(device)
     y_train = torch.from_numpy(data["y_train"]).to(device)
     x_val = torch.from_numpy(data["x_val"])
-    y_val = torch.from_numpy(data["y_val"])
-    n = len(x_train)
+    y_val = torch.from_numpy(data["y_val"]).to(device)
+    n, bs = len(x_train), cfg0.batch_size
 
-    for epoch in range(start + 1, cfg.epochs + 1):
+    for epoch in range(start + 1, cfg0.epochs + 1):
         tic = time.perf_counter()
-        model.train()
-        perm = torch.randperm(n, generator=shuffle).to(device)
-        loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), dtype=torch.long, device=device)
+        perms = torch.stack([torch.randperm(n, generator=g) for g in shuffles]).to(device)
+        xs, ys = x_train[perms], y_train[perms]  # (S, N, …): each seed's epoch order
+        loss_sum = torch.zeros(len(cfgs), device=device)
+        correct = torch.zeros(len(cfgs), dtype=torch.long, device=device)
         steps = 0
-        for i in range(0, n, cfg.batch_size):
-            idx = perm[i : i + cfg.batch_size]
-            xb = x_train[idx].float().div_(255)
-            yb = y_train[idx]
-            logits = model(xb)
-            loss = F.cross_entropy(logits, yb)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss_sum += loss.detach()
-            correct += (logits.detach().argmax(1) == yb).sum()
+        for i in range(0, n, bs):
+            yb = ys[:, i : i + bs]
+            loss, logits = trainer.step(xs[:, i : i + bs].float().div_(255), yb)
+            loss_sum += loss
+            correct += (logits.argmax(2) == yb).sum(1)
             steps += 1
-        train_loss = loss_sum.item() / steps
-        train_acc = correct.item() / n
-        val_loss, val_acc = _evaluate(model, x_val, y_val)
-        row = dict(
-            epoch=epoch, train_loss=train_loss, train_accuracy=train_acc,
-            val_loss=val_loss, val_accuracy=val_acc, seconds=time.perf_counter() - tic,
-        )
-        history.append(row)
-        if not all(np.isfinite([train_loss, val_loss])):
-            raise TrustcalError(f"{cfg.dataset} seed {cfg.seed}: loss became non-finite at epoch {epoch}")
-        with atomic_path(checkpoint_path(ckpt_dir, epoch)) as tmp:
-            torch.save(
-                dict(
-                    epoch=epoch, model=model.state_dict(), optimizer=optimizer.state_dict(),
-                    shuffle_rng=shuffle.get_state(), history=list(history),
-                    fingerprint=cfg.fingerprint(), torch_version=torch.__version__,
-                ),
-                tmp,
+        del xs, ys
+        val_logits = trainer.logits(x_val)
+        val_loss = F.cross_entropy(val_logits.transpose(1, 2), y_val.expand(len(cfgs), -1), reduction="none").mean(1)
+        val_acc = (val_logits.argmax(2) == y_val).float().mean(1)
+        seconds = time.perf_counter() - tic
+        stats = zip((loss_sum / steps).tolist(), (correct.float() / n).tolist(), val_loss.tolist(), val_acc.tolist())
+        for s, (c, d, hist, (tl, ta, vl, va)) in enumerate(zip(cfgs, ckpt_dirs, histories, stats)):
+            if not np.isfinite([tl, vl]).all():
+                raise TrustcalError(f"{c.dataset} seed {c.seed}: loss became non-finite at epoch {epoch}")
+            hist.append(dict(epoch=epoch, train_loss=tl, train_accuracy=ta, val_loss=vl, val_accuracy=va, seconds=seconds))
+            model_state, opt_state = trainer.seed_checkpoint(s)
+            with atomic_path(checkpoint_path(d, epoch)) as tmp:
+                torch.save(
+                    dict(
+                        epoch=epoch, model=model_state, optimizer=opt_state, shuffle_rng=shuffles[s].get_state(),
+                        history=list(hist), fingerprint=c.fingerprint(), torch_version=torch.__version__,
+                    ),
+                    tmp,
+                )
+            log.info(
+                "epoch %3d/%d  seed %d  train loss %.4f acc %.4f  val loss %.4f acc %.4f  %.1f s",
+                epoch, c.epochs, c.seed, tl, ta, vl, va, seconds,
             )
-        log.info(
-            "epoch %3d/%d  train loss %.4f acc %.4f  val loss %.4f acc %.4f  %.1f s",
-            epoch, cfg.epochs, train_loss, train_acc, val_loss, val_acc, row["seconds"],
-        )
-    return pd.DataFrame(history, columns=list(HISTORY_COLUMNS))
+    return [pd.DataFrame(h, columns=list(HISTORY_COLUMNS)) for h in histories]
+
+
+def train(cfg: TrainConfig, data: dict[str, np.ndarray], ckpt_dir: str | Path) -> pd.DataFrame:
+    """Train one seed to ``cfg.epochs``, resuming from the last checkpoint in ``ckpt_dir``.
+
+    Returns the per-epoch history (SPEC §1): mean training loss/accuracy over
+    the epoch's batches, validation loss/accuracy after the epoch, seconds.
+    """
+    return train_seeds([cfg], data, [ckpt_dir])[0]
 
 
 def model_from_checkpoint(path: str | Path, dataset: str, device: str = "cpu") -> torch.nn.Module:
