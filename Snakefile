@@ -3,9 +3,10 @@
 #
 #   snakemake --cores 2                       # the paper's configuration
 #   snakemake --cores 2 --config epochs=3 'datasets=[mnist]'
+#   snakemake --report report.html            # after a run: figures and verdict in one file
 #
 # Stages (one rule file each, in workflow/rules/): download → prepare → train
-# → logits → calibrate → trust / scores → figures.
+# → logits → calibrate → trust / scores → figures → verdict (report.smk).
 
 from snakemake.utils import min_version
 
@@ -21,6 +22,8 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/trust.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/external.smk"
 
 
 rule all:

@@ -10,6 +10,8 @@ rule calibrate:
         calibration=config["calibration"],
     log:
         "results/logs/calibrate/{dataset}/seed{seed}.log",
+    group:
+        "evaluate"
     threads: 1
     resources:
         mem_mb=2000,

@@ -38,6 +38,26 @@ def logit_files(wildcards=None):
     return expand(run_file("logits/epoch{epoch:03d}.npz", wildcards.dataset, wildcards.seed), epoch=EPOCHS)
 
 
+def train_pattern(pattern):
+    """A per-seed log path of the train rule; one path for all seeds when seeds train together."""
+    if config["seed_batching"]:
+        return pattern.replace("seed{seed}", "seeds")
+    return pattern
+
+
+def train_histories():
+    """The train rule's outputs: one seed's history, or every seed's when seeds train together."""
+    pattern = "results/{dataset}/seed{seed}/history.csv"
+    if config["seed_batching"]:
+        return expand(pattern.replace("{dataset}", "{{dataset}}"), seed=SEEDS)
+    return pattern
+
+
+def job_seeds(wildcards):
+    """The seeds one train job trains."""
+    return list(SEEDS) if config["seed_batching"] else [int(wildcards.seed)]
+
+
 def train_params():
     keys = ("epochs", "batch_size", "learning_rate", "init", "device")
     return {k: config[k] for k in keys}
@@ -56,10 +76,66 @@ def gpus():
     return 1 if config["device"].startswith("cuda") else 0
 
 
+# Figures drawn per dataset (workflow/rules/figures.smk; trustcal.figures.FIGURES).
+FIGURE_NAMES = [
+    "trust_grid", "loss_curves", "network_opinion", "opinion_triangle", "cluster_sweep",
+    "calibration_metrics", "geometric_metrics", "reliability", "trust_spectrum", "trust_density",
+]
+REPORT_DATASETS = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
+
+
+def figure_outputs(name, stage):
+    """Output pair [png, pdf] of one figure; the PNG goes into the report under dataset › stage."""
+    prefix = f"results/figures/{{dataset}}/{name}"
+    png = report(
+        f"{prefix}.png",
+        caption=f"../report/{name}.rst",  # relative to workflow/rules/
+        category=lambda w: REPORT_DATASETS.get(w.dataset, w.dataset),
+        subcategory=stage,
+        labels={"figure": name.replace("_", " "), "dataset": "{dataset}"},
+    )
+    return [png, f"{prefix}.pdf"]
+
+
+def seed_files(name):
+    """One table per seed of the job's dataset."""
+    return expand(run_file(name, "{dataset}", "{seed}"), seed=SEEDS, allow_missing=True)
+
+
+# Someone else's predictions (config `external:`, workflow/rules/external.smk). The
+# files of each set are listed when the workflow is parsed, so a bad path stops the
+# run before any job starts and a new or changed prediction file reruns its set.
+EXTERNAL = config["external"]
+
+
+def external_files(name):
+    """The files an external set reads: its predictions, and its labels/validation/history files."""
+    from trustcal.external import ReadOptions, discover
+    from trustcal.io import TrustcalError
+
+    entry = EXTERNAL[name]
+    options = {k: v for k, v in entry.items() if k not in ("path", "history", "title")}
+    try:
+        files, _ = discover([entry["path"]], ReadOptions(**options))
+    except TrustcalError as exc:
+        raise WorkflowError(f"config.yaml: external.{name}: {exc}") from None
+    return [str(f.path) for f in files] + [entry[k] for k in ("labels", "validation", "history") if entry.get(k)]
+
+
+EXTERNAL_FILES = {name: external_files(name) for name in EXTERNAL}
+
+
+def external_targets():
+    files = ("trust.csv", "scores.csv", "summary.txt", "figures")
+    return [f"results/external/{name}/{f}" for name in EXTERNAL for f in files]
+
+
 def all_targets():
     targets = []
     for ds in DATASETS:
         for seed in SEEDS:
             targets += [run_file(n, ds, seed) for n in ("trust.csv", "scores.csv", "calibration.csv")]
-        targets += expand(f"results/figures/{ds}/{{fig}}.{{ext}}", fig=["trust_grid", "loss_curves"], ext=["png", "pdf"])
+        targets += expand(f"results/figures/{ds}/{{fig}}.{{ext}}", fig=FIGURE_NAMES, ext=["png", "pdf"])
+    targets += [f"results/reproduction.{ext}" for ext in ("md", "html", "csv")]  # workflow/rules/report.smk
+    targets += external_targets()  # workflow/rules/external.smk
     return targets

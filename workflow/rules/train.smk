@@ -4,24 +4,28 @@
 # deletes a job's declared outputs before rerunning it, and training must
 # resume from them when `epochs` is raised or a run was killed. history.csv is
 # the declared output; the engine drops checkpoints of another configuration.
+# With `seed_batching: true` one job trains all seeds of a dataset together
+# (one stacked model) and writes every seed's own files.
 
 
 rule train:
     input:
         splits=rules.prepare.output.splits,
     output:
-        history="results/{dataset}/seed{seed}/history.csv",
+        history=train_histories(),
     params:
         train=train_params(),
-        checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
+        seeds=job_seeds,
+        checkpoint_dirs=lambda w: [run_file("checkpoints", w.dataset, s) for s in job_seeds(w)],
     log:
-        "results/logs/train/{dataset}/seed{seed}.log",
+        train_pattern("results/logs/train/{dataset}/seed{seed}.log"),
     benchmark:
-        "results/benchmarks/train/{dataset}/seed{seed}.tsv"
+        train_pattern("results/benchmarks/train/{dataset}/seed{seed}.tsv")
     threads: 2
     resources:
-        mem_mb=4000,
-        runtime=lambda w: int(30 + MINUTES_PER_EPOCH[w.dataset] * config["epochs"]),
+        mem_mb=lambda w: 3000 + 1000 * len(job_seeds(w)),
+        runtime=lambda w, attempt: attempt
+        * int(30 + MINUTES_PER_EPOCH[w.dataset] * config["epochs"] * len(job_seeds(w))),
         gpu=gpus(),
     conda:
         CONDA_ENV
@@ -32,17 +36,19 @@ rule train:
 rule logits:
     input:
         splits=rules.prepare.output.splits,
-        history=rules.train.output.history,
+        history="results/{dataset}/seed{seed}/history.csv",
     output:
         logit_files(),
     params:
         checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
     log:
         "results/logs/logits/{dataset}/seed{seed}.log",
+    group:
+        "evaluate"
     threads: 2
     resources:
         mem_mb=4000,
-        runtime=lambda w: int(10 + 0.1 * config["epochs"]),
+        runtime=lambda w, attempt: attempt * int(10 + 0.1 * config["epochs"]),
     conda:
         CONDA_ENV
     script:

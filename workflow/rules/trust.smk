@@ -16,6 +16,8 @@ rule trust:
         sweep=sweep_params(),
     log:
         "results/logs/trust/{dataset}/seed{seed}.log",
+    group:
+        "evaluate"
     threads: 1
     resources:
         mem_mb=2000,
@@ -39,6 +41,8 @@ rule scores:
         metrics=config["metrics"],
     log:
         "results/logs/scores/{dataset}/seed{seed}.log",
+    group:
+        "evaluate"
     threads: 1
     resources:
         mem_mb=2000,

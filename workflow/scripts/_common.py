@@ -32,6 +32,7 @@ def run(snakemake, main) -> None:
         force=True,
     )
     logging.captureWarnings(True)
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting chatter
     try:
         main(snakemake)
     except TrustcalError as exc:

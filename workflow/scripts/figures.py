@@ -2,11 +2,11 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.figures import paper_figures
+    from trustcal.figures import render_figures
 
-    paper_figures(
-        sm.wildcards.dataset, sm.input.trust, sm.input.history,
-        trust_grid_paths=sm.output.trust_grid, loss_paths=sm.output.loss_curves,
+    render_figures(
+        sm.wildcards.dataset, dict(sm.input.items()), dict(sm.output.items()),
+        clusters=getattr(sm.params, "clusters", None),
     )
 
 

@@ -4,9 +4,11 @@ from _common import run
 def main(sm):
     from trustcal.stages import train_stage
 
+    histories = sm.output.history
     train_stage(
-        sm.wildcards.dataset, sm.wildcards.seed, sm.params.train, sm.input.splits,
-        sm.params.checkpoint_dir, sm.output.history, threads=sm.threads,
+        sm.wildcards.dataset, sm.params.seeds, sm.params.train, sm.input.splits,
+        sm.params.checkpoint_dirs, [histories] if isinstance(histories, str) else list(histories),
+        threads=sm.threads,
     )
 
 

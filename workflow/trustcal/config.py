@@ -35,6 +35,30 @@ def _fill_defaults(config: dict, schema: dict) -> None:
             _fill_defaults(config[key], sub)
 
 
+def _coerce(value, schema: dict):
+    """Command-line values (``--config seeds=[0,1]``) arrive as strings: convert by the schema's type."""
+    kind = schema.get("type")
+    if kind == "array" and isinstance(value, list):
+        return [_coerce(v, schema.get("items", {})) for v in value]
+    if kind == "object" and isinstance(value, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties")  # the schema of every other key (e.g. external.<name>)
+        extra = extra if isinstance(extra, dict) else {}
+        return {k: _coerce(v, props.get(k, extra)) for k, v in value.items()}
+    if not isinstance(value, str):
+        return value
+    try:
+        if kind == "integer" and value.strip().lstrip("+-").isdigit():
+            return int(value)
+        if kind == "number":
+            return float(value)
+    except ValueError:
+        return value
+    if kind == "boolean" and value.strip().lower() in ("true", "false", "yes", "no"):
+        return value.strip().lower() in ("true", "yes")
+    return value
+
+
 def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
     key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
     schema = error.schema
@@ -59,7 +83,8 @@ def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
         allowed = schema.get("description", f"a string matching {error.validator_value}")
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed: {allowed}"
     if error.validator == "required":
-        return f"{config_name}: {error.message}; add it (see config.yaml for the paper's value)"
+        where = f" in '{key}'" if error.absolute_path else ""
+        return f"{config_name}: {error.message}{where}; add it (see config.yaml for the paper's value)"
     if error.validator == "type":
         return f"{config_name}: key '{key}' is {error.instance!r}; it must be of type {error.validator_value}"
     return f"{config_name}: key '{key}': {error.message}"
@@ -76,6 +101,7 @@ def validate_config(config: dict, schema: dict | None = None, config_name: str =
     for key in ("datasets", "seeds"):
         if key in config and isinstance(config[key], (str, int)) and not isinstance(config[key], bool):
             config[key] = [config[key]]
+    config = _coerce(config, schema)
     _fill_defaults(config, schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import zipfile
 from pathlib import Path
@@ -21,6 +22,12 @@ class TrustcalError(Exception):
     """An error whose message is meant for the user: it names the file and the fix."""
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
@@ -32,12 +39,61 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; the result is an ordinary file
     try:
         yield tmp
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike, marker: str) -> Iterator[Path]:
+    """Yield a temporary directory next to ``path``; on success it replaces ``path`` whole.
+
+    ``path`` may be missing, empty, or a directory written this way before
+    (one that holds ``marker``); anything else raises :class:`TrustcalError`
+    before any file is written. On any exception nothing is left behind: the
+    temporary directory and the parent directories created for it are removed
+    and ``path`` is left as it was.
+    """
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise TrustcalError(f"{path}: exists and is not a directory. Fix: choose another output directory.")
+        if not (path / marker).exists() and any(not p.is_dir() for p in path.rglob("*")):
+            raise TrustcalError(
+                f"{path}: the output directory holds files that trustcal did not write, which it would replace. "
+                "Fix: choose a new or empty directory."
+            )
+    created = [p for p in reversed(path.parents) if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result is an ordinary directory
+    done = False
+    try:
+        yield tmp
+        old = None
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            os.replace(path, old)  # onto an empty directory: allowed by POSIX rename
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            if old is not None:
+                os.replace(old, path)
+            raise
+        done = True
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        if not done:
+            for p in reversed(created):
+                with contextlib.suppress(OSError):
+                    p.rmdir()
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> None:

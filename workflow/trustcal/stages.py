@@ -36,16 +36,20 @@ def epoch_of(path: str | Path) -> int:
     return int(m.group(1))
 
 
-def train_stage(dataset, seed, cfg: dict, prepared, ckpt_dir, history_out, threads: int = 1) -> None:
+def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1) -> None:
+    """Train ``seeds`` of ``dataset`` (together, as one stacked model, when several)."""
     from .data import load_prepared
-    from .train import TrainConfig, train
+    from .train import TrainConfig, train_seeds
 
-    tc = TrainConfig(
-        dataset=dataset, seed=int(seed), epochs=cfg["epochs"], batch_size=cfg["batch_size"],
-        learning_rate=cfg["learning_rate"], init=cfg["init"], device=cfg["device"], threads=threads,
-    )
-    history = train(tc, load_prepared(prepared), ckpt_dir)
-    write_csv(history, history_out)
+    cfgs = [
+        TrainConfig(
+            dataset=dataset, seed=int(seed), epochs=cfg["epochs"], batch_size=cfg["batch_size"],
+            learning_rate=cfg["learning_rate"], init=cfg["init"], device=cfg["device"], threads=threads,
+        )
+        for seed in seeds
+    ]
+    for history, out in zip(train_seeds(cfgs, load_prepared(prepared), ckpt_dirs), history_outs):
+        write_csv(history, out)
 
 
 def logits_stage(dataset, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
@@ -64,22 +68,27 @@ def load_logits(path: str | Path) -> dict[str, np.ndarray]:
     return read_npz(path, LOGIT_KEYS, rule="logits")
 
 
+def calibration_row(epoch: int, d: dict[str, np.ndarray], split: str = "val", *, t_min=0.01, t_max=100.0) -> dict:
+    """One row of calibration.csv: T fitted on ``d[f"{split}_logits"]``, NLL reported on the validation logits."""
+    fit = fit_temperature(d[f"{split}_logits"], d[f"{split}_labels"], t_min=t_min, t_max=t_max)
+    return dict(
+        epoch=epoch, temperature=fit.temperature,
+        val_nll_before=nll_from_logits(d["val_logits"], d["val_labels"]),
+        val_nll_after=nll_from_logits(d["val_logits"], d["val_labels"], fit.temperature),
+        converged=fit.converged, at_bound=fit.at_bound, fit_split=split,
+        fit_nll_before=fit.nll_before, fit_nll_after=fit.nll_after, iterations=fit.iterations,
+    )
+
+
 def calibrate_stage(logit_paths: Iterable[str], out, *, fit_on="validation", t_min=0.01, t_max=100.0) -> pd.DataFrame:
     """Temperature per epoch, fitted on the validation logits (or, as the author did, on the test logits)."""
     split = {"validation": "val", "test": "test"}[fit_on]
     rows = []
     for path in sorted(logit_paths, key=epoch_of):
-        d = load_logits(path)
-        fit = fit_temperature(d[f"{split}_logits"], d[f"{split}_labels"], t_min=t_min, t_max=t_max)
-        if fit.at_bound:
-            log.warning("%s: temperature hit the search bound (T = %g)", path, fit.temperature)
-        rows.append(dict(
-            epoch=epoch_of(path), temperature=fit.temperature,
-            val_nll_before=nll_from_logits(d["val_logits"], d["val_labels"]),
-            val_nll_after=nll_from_logits(d["val_logits"], d["val_labels"], fit.temperature),
-            converged=fit.converged, at_bound=fit.at_bound, fit_split=split,
-            fit_nll_before=fit.nll_before, fit_nll_after=fit.nll_after, iterations=fit.iterations,
-        ))
+        row = calibration_row(epoch_of(path), load_logits(path), split, t_min=t_min, t_max=t_max)
+        if row["at_bound"]:
+            log.warning("%s: temperature hit the search bound (T = %g)", path, row["temperature"])
+        rows.append(row)
     df = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
     write_csv(df, out)
     return df

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .engine import StackedTrainer
+from .engine import StackedTrainer, flushed_denormals
 from .io import TrustcalError, atomic_path
 from .models import build_model
 
@@ -148,6 +148,32 @@ def _resume(cfgs: list[TrainConfig], ckpt_dirs: list[Path]) -> tuple[int, list[d
     return start, states
 
 
+def train_epoch(trainer: StackedTrainer, x: torch.Tensor, y: torch.Tensor, shuffles: Sequence[torch.Generator],
+                batch_size: int, max_steps: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One epoch (or its first ``max_steps`` steps) for every seed: (mean batch loss, accuracy) per seed.
+
+    Each seed's generator draws its permutation; the uint8 data are put in
+    that order once per epoch, so a batch is a slice, not a gather. Nothing
+    leaves the device until the epoch ends.
+    """
+    n, s = len(x), len(shuffles)
+    perms = torch.stack([torch.randperm(n, generator=g) for g in shuffles]).to(x.device)
+    xs, ys = x[perms], y[perms]  # (S, N, …): each seed's epoch order
+    loss_sum = torch.zeros(s, device=x.device)
+    correct = torch.zeros(s, dtype=torch.long, device=x.device)
+    steps = seen = 0
+    for i in range(0, n, batch_size):
+        if max_steps is not None and steps == max_steps:
+            break
+        yb = ys[:, i : i + batch_size]
+        loss, logits = trainer.step(xs[:, i : i + batch_size].float().div_(255), yb)
+        loss_sum += loss
+        correct += (logits.argmax(2) == yb).sum(1)
+        steps += 1
+        seen += yb.shape[1]
+    return loss_sum / steps, correct.float() / seen
+
+
 def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_dirs: Sequence[str | Path]) -> list[pd.DataFrame]:
     """Train several seeds of one configuration together (one stacked model), resuming if possible.
 
@@ -165,7 +191,6 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
     for d in ckpt_dirs:
         d.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg0.threads)
-    torch.set_flush_denormal(True)
     device = resolve_device(cfg0.device)
 
     start, states = _resume(cfgs, ckpt_dirs)
@@ -191,27 +216,16 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
     y_train = torch.from_numpy(data["y_train"]).to(device)
     x_val = torch.from_numpy(data["x_val"])
     y_val = torch.from_numpy(data["y_val"]).to(device)
-    n, bs = len(x_train), cfg0.batch_size
 
     for epoch in range(start + 1, cfg0.epochs + 1):
         tic = time.perf_counter()
-        perms = torch.stack([torch.randperm(n, generator=g) for g in shuffles]).to(device)
-        xs, ys = x_train[perms], y_train[perms]  # (S, N, …): each seed's epoch order
-        loss_sum = torch.zeros(len(cfgs), device=device)
-        correct = torch.zeros(len(cfgs), dtype=torch.long, device=device)
-        steps = 0
-        for i in range(0, n, bs):
-            yb = ys[:, i : i + bs]
-            loss, logits = trainer.step(xs[:, i : i + bs].float().div_(255), yb)
-            loss_sum += loss
-            correct += (logits.argmax(2) == yb).sum(1)
-            steps += 1
-        del xs, ys
+        with flushed_denormals():
+            mean_loss, accuracy = train_epoch(trainer, x_train, y_train, shuffles, cfg0.batch_size)
         val_logits = trainer.logits(x_val)
         val_loss = F.cross_entropy(val_logits.transpose(1, 2), y_val.expand(len(cfgs), -1), reduction="none").mean(1)
         val_acc = (val_logits.argmax(2) == y_val).float().mean(1)
         seconds = time.perf_counter() - tic
-        stats = zip((loss_sum / steps).tolist(), (correct.float() / n).tolist(), val_loss.tolist(), val_acc.tolist())
+        stats = zip(mean_loss.tolist(), accuracy.tolist(), val_loss.tolist(), val_acc.tolist())
         for s, (c, d, hist, (tl, ta, vl, va)) in enumerate(zip(cfgs, ckpt_dirs, histories, stats)):
             if not np.isfinite([tl, vl]).all():
                 raise TrustcalError(f"{c.dataset} seed {c.seed}: loss became non-finite at epoch {epoch}")

@@ -1,0 +1,230 @@
+"""Training-speed benchmark: the naive DataLoader loop, the engine with one seed, five seeds together.
+
+Usage (from the repository root, after `make test` or `make reproduce` made .venv):
+
+    .venv/bin/python benchmarks/bench_training.py               # both models, all variants
+    .venv/bin/python benchmarks/bench_training.py --models mnist --steps 300
+
+Every variant runs in its own process (so peak memory is its own) on the same
+synthetic data with the paper's shapes (MNIST 54,000 × 1×28×28; CIFAR-10
+45,000 × 3×32×32; batch 32). The machine's sgemm rate is measured in the same
+run with the same thread count. Results: printed, and written to
+benchmarks/results/training.csv (columns variant, model, seeds, threads,
+ms_per_step, s_per_epoch, gflops, frac_of_sgemm, peak_mem_mb, …).
+
+Variants
+  dataloader  torchvision dataset (MNIST / CIFAR10 classes reading files in their
+              own formats) + ToTensor + DataLoader(batch_size=32, shuffle=True),
+              nn.Module, autograd, torch.optim.Adam — the typical user loop
+  plain       the same model and optimiser on in-memory tensors (index slices of
+              a per-epoch permutation), no DataLoader
+  engine      trustcal's training engine (trustcal.train.train_epoch), one seed
+  engine5     the engine with five seeds trained together
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "workflow"))
+
+SIZES = {"mnist": (54000, (1, 28, 28)), "cifar10": (45000, (3, 32, 32))}
+BATCH = 32
+
+
+def forward_flops(model: str) -> int:
+    """Multiply-adds × 2 of one sample's forward pass."""
+    if model == "mnist":
+        return 2 * (784 * 128 + 128 * 10)
+    conv = lambda cin, cout, hw: 2 * cin * 9 * cout * hw * hw  # noqa: E731
+    return conv(3, 32, 30) + conv(32, 64, 13) + conv(64, 64, 4) + 2 * (1024 * 64 + 64 * 10)
+
+
+def train_flops_per_step(model: str, seeds: int) -> float:
+    return 3.0 * forward_flops(model) * BATCH * seeds  # backward ≈ 2 × forward
+
+
+def sgemm_gflops(threads: int, n: int = 2048, repeats: int = 10) -> float:
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e9
+
+
+def synthetic_arrays(model: str, n: int):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    shape = SIZES[model][1]
+    return rng.integers(0, 256, (n, *shape), dtype=np.uint8), rng.integers(0, 10, n).astype(np.int64)
+
+
+def time_steps(step, steps: int, warmup: int) -> float:
+    for _ in range(warmup):
+        step()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - t) / steps
+
+
+def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from trustcal.models import build_model
+
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)
+    n = SIZES[model][0]
+    seeds = 5 if variant == "engine5" else 1
+    torch.manual_seed(0)
+
+    if variant == "dataloader":
+        from torch.utils.data import DataLoader
+        import torchvision.datasets as tvd
+        from torchvision.transforms import ToTensor
+
+        from trustcal.synthetic import write_cifar10, write_mnist
+
+        root = tempfile.mkdtemp(prefix="bench-")
+        if model == "mnist":
+            write_mnist(root, n_train=n, n_test=10)
+            ds = tvd.MNIST(root, train=True, transform=ToTensor())
+        else:
+            write_cifar10(root, n_train=n, n_test=10)
+
+            class Unchecked(tvd.CIFAR10):  # synthetic batches have no official md5
+                def _check_integrity(self):
+                    return True
+
+                def _load_meta(self):
+                    self.classes = list(range(10))
+
+            ds = Unchecked(root, train=True, transform=ToTensor())
+        net = build_model(model)
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
+        batches = iter(DataLoader(ds, batch_size=BATCH, shuffle=True))
+
+        def step():
+            x, y = next(batches)
+            loss = F.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    elif variant == "plain":
+        x_np, y_np = synthetic_arrays(model, n)
+        x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+        net = build_model(model)
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
+        perm = torch.randperm(n)
+        state = {"i": 0}
+
+        def step():
+            i = state["i"]
+            idx = perm[i : i + BATCH]
+            state["i"] = (i + BATCH) % (n - BATCH)
+            loss = F.cross_entropy(net(x[idx].float().div_(255)), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    else:
+        from trustcal.engine import StackedTrainer
+        from trustcal.train import train_epoch
+
+        x_np, y_np = synthetic_arrays(model, n)
+        x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+        states = []
+        for s in range(seeds):
+            torch.manual_seed(s)
+            states.append(build_model(model).state_dict())
+        trainer = StackedTrainer(model, states, torch.device("cpu"), 1e-3, (0.9, 0.999), 1e-7)
+        shuffles = [torch.Generator().manual_seed(s) for s in range(seeds)]
+        train_epoch(trainer, x, y, shuffles, BATCH, max_steps=10)  # warm-up
+        t = time.perf_counter()
+        train_epoch(trainer, x, y, shuffles, BATCH, max_steps=steps)
+        per_step = (time.perf_counter() - t) / steps  # includes the epoch's permutation, as in training
+        step = None
+
+    if step is not None:
+        per_step = time_steps(step, steps, warmup=10)
+    steps_per_epoch = math.ceil(n / BATCH)
+    flops = train_flops_per_step(model, seeds)
+    return dict(
+        variant=variant, model=model, seeds=seeds, threads=threads,
+        ms_per_step=per_step * 1e3, s_per_epoch=per_step * steps_per_epoch,
+        s_per_epoch_per_seed=per_step * steps_per_epoch / seeds,
+        gflops=flops / per_step / 1e9,
+        peak_mem_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=["mnist", "cifar10"], choices=list(SIZES))
+    ap.add_argument("--variants", nargs="+", default=["dataloader", "plain", "engine", "engine5"])
+    ap.add_argument("--steps", type=int, default=0, help="timed steps per variant (default: 400 MLP, 60 CNN)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--out", default=str(HERE / "results" / "training.csv"))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.child:  # one variant in this process; print its JSON
+        variant, model = args.child.split(":")
+        print(json.dumps(run_variant(variant, model, args.steps, args.threads)))
+        return
+
+    import pandas as pd
+
+    sgemm = sgemm_gflops(args.threads)
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"{args.threads} threads; sgemm {sgemm:.1f} GFLOP/s (2048², best of 10)")
+    rows = []
+    for model in args.models:
+        steps = args.steps or (400 if model == "mnist" else 60)
+        for variant in args.variants:
+            cmd = [sys.executable, __file__, "--child", f"{variant}:{model}", "--steps", str(steps),
+                   "--threads", str(args.threads)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            row = json.loads(out.strip().splitlines()[-1])
+            row["frac_of_sgemm"] = row["gflops"] / sgemm
+            row["sgemm_gflops"] = sgemm
+            rows.append(row)
+            print(f"{model:8s} {variant:10s} seeds {row['seeds']}: {row['ms_per_step']:7.2f} ms/step "
+                  f"{row['s_per_epoch']:7.1f} s/epoch  {row['gflops']:6.1f} GFLOP/s "
+                  f"({100 * row['frac_of_sgemm']:4.1f} % of sgemm)  peak {row['peak_mem_mb']:6.0f} MB", flush=True)
+    df = pd.DataFrame(rows)
+    for model, g in df.groupby("model", sort=False):
+        t = g.set_index("variant")["ms_per_step"]
+        if {"dataloader", "engine"} <= set(t.index):
+            print(f"{model}: engine / dataloader time per step = {t['engine'] / t['dataloader']:.3f} "
+                  f"({t['dataloader'] / t['engine']:.1f}× faster)")
+        if {"engine", "engine5"} <= set(t.index):
+            print(f"{model}: 5 seeds together / 1 seed time per step = {t['engine5'] / t['engine']:.2f}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(args.out, index=False)
+    print(f"written {args.out}")
+
+
+if __name__ == "__main__":
+    main()

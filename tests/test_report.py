@@ -1,0 +1,42 @@
+"""A finished tiny run yields every figure, the reproduction verdict and the HTML report."""
+
+import pandas as pd
+import pytest
+
+from trustcal.figures import FIGURES
+from trustcal.verdict import CLAIMS, NOT_COMPARABLE
+from workflow_utils import make_workdir, snakemake
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    workdir = make_workdir(tmp_path_factory.mktemp("report") / "work")
+    snakemake(workdir)
+    return workdir
+
+
+def test_every_figure_and_the_verdict_are_produced(finished):
+    for dataset in ("mnist", "cifar10"):
+        for name in FIGURES:
+            for ext in ("png", "pdf"):
+                assert (finished / "results" / "figures" / dataset / f"{name}.{ext}").stat().st_size > 10_000
+    table = pd.read_csv(finished / "results" / "reproduction.csv")
+    assert list(table["claim_id"]) == [c.id for c in CLAIMS]
+    # 3 epochs: the epoch-20 claims cannot be judged
+    late = table.set_index("claim_id").loc["cifar10_trust_before_late"]
+    assert late["verdict"] == NOT_COMPARABLE and "this run has 3" in late["reason"]
+    assert "# Reproduction verdict" in (finished / "results" / "reproduction.md").read_text()
+    assert "<h1>Reproduction verdict</h1>" in (finished / "results" / "reproduction.html").read_text()
+
+
+def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
+    snakemake(finished, "--report", "report.html")
+    html = (finished / "report.html").read_text(errors="replace")
+    assert len(html) > 100_000
+    for name in FIGURES:
+        assert f"{name}.png" in html, name
+    assert "reproduction.html" in html and "reproduction.csv" in html
+    for category in ("MNIST", "CIFAR-10", "Reproduction verdict", "Paper figures", "Chosen epochs"):
+        assert category in html, category

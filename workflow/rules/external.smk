@@ -1,0 +1,38 @@
+# Someone else's predictions (config `external:`), assessed like our own runs:
+# the same trust and score tables and figures, under results/external/{name}/,
+# by the code of `trustcal assess` (trustcal.assess). One job per prediction set;
+# its files are listed in common.smk (EXTERNAL_FILES).
+
+
+rule external:
+    input:
+        predictions=lambda w: EXTERNAL_FILES[w.name],
+    output:
+        trust="results/external/{name}/trust.csv",
+        dynamic_trust="results/external/{name}/dynamic_trust.csv",
+        trust_sweep="results/external/{name}/trust_sweep.csv",
+        scores="results/external/{name}/scores.csv",
+        trust_spectrum="results/external/{name}/trust_spectrum.csv",
+        reliability="results/external/{name}/reliability.csv",
+        trust_density="results/external/{name}/trust_density.csv",
+        summary="results/external/{name}/summary.txt",
+        warnings="results/external/{name}/warnings.txt",
+        figures=directory("results/external/{name}/figures"),
+    params:
+        options=lambda w: EXTERNAL[w.name],
+        trust=trust_params(),
+        sweep=sweep_params(),
+        metrics=config["metrics"],
+        calibration=config["calibration"],
+    log:
+        "results/logs/external/{name}.log",
+    wildcard_constraints:
+        name=r"[^/]+",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/external.py"

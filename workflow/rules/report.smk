@@ -1,0 +1,51 @@
+# Stage 8: the reproduction verdict (trustcal.verdict) and the HTML report.
+#
+#   snakemake --cores 2                         # every table, figure and results/reproduction.md
+#   snakemake --report report.html              # then the browsable report of a finished run
+#
+# The verdict compares each claim of the paper (SPEC §3) with every run's
+# trust.csv and history.csv; one job for all datasets and seeds.
+
+
+report: "../report/workflow.rst"
+
+
+rule verdict:
+    input:
+        trust=expand(run_file("trust.csv"), dataset=DATASETS, seed=SEEDS),
+        history=expand(run_file("history.csv"), dataset=DATASETS, seed=SEEDS),
+    output:
+        markdown="results/reproduction.md",
+        html=report(
+            "results/reproduction.html",
+            caption="../report/verdict.rst",
+            category="0 Reproduction verdict",
+            labels={"file": "reproduction.html"},
+        ),
+        table=report(
+            "results/reproduction.csv",
+            caption="../report/verdict.rst",
+            category="0 Reproduction verdict",
+            labels={"file": "reproduction.csv"},
+        ),
+    params:
+        settings={
+            "epochs": config["epochs"],
+            "clusters": config["clusters"],
+            "trust": trust_params(),
+            "calibration": config["calibration"],
+        },
+    log:
+        "results/logs/verdict/verdict.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/verdict.py"
+
+
+localrules:
+    verdict,

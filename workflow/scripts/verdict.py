@@ -1,0 +1,13 @@
+from _common import run
+
+
+def main(sm):
+    from trustcal.verdict import verdict_stage
+
+    verdict_stage(
+        sm.input.trust, sm.input.history, sm.output.markdown, sm.output.table, dict(sm.params.settings),
+        out_html=sm.output.html,
+    )
+
+
+run(snakemake, main)  # noqa: F821

@@ -1,0 +1,336 @@
+"""Assess any model's predictions: the workflow's tables and figures, and a one-screen summary.
+
+Shared by ``trustcal assess`` (:mod:`trustcal.cli`) and the workflow's
+``external`` rule. The files are read and checked by :mod:`trustcal.external`;
+the tables are the workflow's own (:func:`tables.trust_tables`,
+:func:`tables.score_tables`), with every prediction file treated as the test
+split. Where validation predictions come with the test predictions,
+temperature scaling is fitted on them as in the workflow and both the
+before and after rows are produced.
+
+Everything is written into a temporary directory that replaces the output
+directory only once it is complete, so a failure leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings as pywarnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .calibration import softmax
+from .external import (
+    ColumnError, InputWarning, Loaded, PredictionError, PredictionFile, ReadOptions, SeriesError, UnreadableFile,
+    Warn, discover, load_series, read_bytes,
+)
+from .io import atomic_directory, write_csv
+from .stages import CALIBRATION_COLUMNS, calibration_row
+from .tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from .trust import TrustParams
+
+MARKER = "assess.json"  # written last; marks a directory that assess may replace
+FIGURE_FORMATS = ("png", "pdf")
+SUMMARY_MAX_EPOCHS = 30  # more epochs than this: the summary shows the first and last 15
+
+
+@dataclass
+class Assessment:
+    files: list[PredictionFile]
+    skipped: list[Path]
+    tables: dict[str, pd.DataFrame]
+    warnings: list[InputWarning]
+    classes: int
+    samples: list[int]
+    history: pd.DataFrame | None = None
+    clusters: int = TrustParams().clusters
+    ece_bins: int = MetricParams().ece_bins[0]
+    figures: list[str] = field(default_factory=list)
+    figures_left_out: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return format_summary(self)
+
+
+def log_probs(probs: np.ndarray) -> np.ndarray:
+    """Logits of probabilities (softmax(log p / T) is temperature scaling of p); zeros become the float minimum."""
+    return np.log(np.maximum(probs, np.finfo(np.float64).tiny))
+
+
+def predictions_of(loaded: Sequence[Loaded], warn: Warn, *, t_min=0.01, t_max=100.0):
+    """The :class:`Predictions` of every file, plus calibration.csv rows where temperature scaling was fitted."""
+    preds, rows, source = [], [], {}
+
+    def add(p: Predictions, path: Path) -> None:
+        key = (p.epoch, p.calibrated, p.split)
+        if key in source:
+            state = "after" if p.calibrated else "before"
+            raise SeriesError(
+                f"{source[key]} and {path}: both give epoch {p.epoch} {state} calibration ({p.split} split): "
+                "a file named as calibrated and a temperature fitted on another file's validation data. "
+                "Fix: assess them separately, or drop one of them."
+            )
+        source[key] = path
+        preds.append(p)
+
+    for item in loaded:
+        f = item.file
+        add(Predictions(f.epoch, bool(f.calibrated), "test", item.probs, item.labels), f.path)
+        if item.val_probs is None:
+            continue
+        add(Predictions(f.epoch, bool(f.calibrated), "val", item.val_probs, item.val_labels), f.path)
+        if f.calibrated:
+            continue  # already calibrated: used as it is
+        logits = item.logits if item.logits is not None else log_probs(item.probs)
+        val_logits = item.val_logits if item.val_logits is not None else log_probs(item.val_probs)
+        row = calibration_row(f.epoch, {"val_logits": val_logits, "val_labels": item.val_labels}, "val",
+                              t_min=t_min, t_max=t_max)
+        if row["at_bound"]:
+            warn(InputWarning("temperature_at_bound", str(f.path), "the temperature fitted on the validation data hit "
+                              f"its search bound (T = {row['temperature']:g}); widen --t-min/--t-max."))
+        rows.append(row)
+        add(Predictions(f.epoch, True, "test", softmax(logits, row["temperature"]), item.labels), f.path)
+        add(Predictions(f.epoch, True, "val", softmax(val_logits, row["temperature"]), item.val_labels), f.path)
+    calibration = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS)) if rows else None
+    return preds, calibration
+
+
+def read_history(path: str | Path) -> pd.DataFrame:
+    """Training history for the loss figure: a CSV with ``epoch, train_loss, val_loss``, or the author's
+    ``loss_history.npy`` (a pickled dict ``{'train': [...], 'val': [...]}``; only load pickles you trust)."""
+    path = Path(path)
+    data = read_bytes(path)
+    if data[:6] == b"\x93NUMPY":
+        try:
+            obj = np.load(io.BytesIO(data), allow_pickle=True)
+            obj = obj.item() if obj.dtype == object and obj.shape == () else obj
+            df = pd.DataFrame({"train_loss": np.asarray(obj["train"], float), "val_loss": np.asarray(obj["val"], float)})
+        except Exception as exc:
+            raise UnreadableFile(
+                f"{path}: not a loss history ({type(exc).__name__}: {exc}); expected a dict with 'train' and 'val' "
+                "loss lists, or a CSV with columns epoch, train_loss, val_loss. Fix: pass such a file to --history."
+            ) from None
+        return df.assign(epoch=np.arange(1, len(df) + 1), seed=0)
+    try:
+        df = pd.read_csv(path)
+    except Exception as exc:
+        raise UnreadableFile(f"{path}: cannot be read as CSV ({exc}). Fix: pass a CSV with columns epoch, train_loss, val_loss.") from None
+    missing = [c for c in ("epoch", "train_loss", "val_loss") if c not in df.columns]
+    if missing:
+        raise ColumnError(
+            f"{path}: missing column(s) {missing}; expected epoch, train_loss, val_loss (found {list(df.columns)}). "
+            "Fix: rename the columns."
+        )
+    return df.assign(seed=df["seed"] if "seed" in df else 0)
+
+
+def assess(
+    sources,
+    read: ReadOptions = ReadOptions(),
+    trust: TrustParams = TrustParams(),
+    metrics: MetricParams = MetricParams(),
+    sweep: SweepParams | None = SweepParams(),
+    *,
+    t_min: float = 0.01,
+    t_max: float = 100.0,
+    history: str | Path | None = None,
+) -> Assessment:
+    """Read, check and assess the predictions named by ``sources`` (files, directories, globs)."""
+    warnings: list[InputWarning] = []
+    files, skipped = discover(sources, read)
+    if read.validation and len(files) > 1:
+        raise PredictionError(
+            f"--validation {read.validation}: applies to a single prediction file, but {len(files)} were given. "
+            "Fix: for a series, save val_logits and val_labels in each epoch's .npz file."
+        )
+    history_table = read_history(history) if history else None
+    loaded = load_series(files, read, warnings.append)
+    preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max)
+    tables = {**trust_tables(preds, trust, sweep), **score_tables(preds, metrics)}
+    if calibration is not None:
+        tables["calibration"] = calibration
+    return Assessment(
+        files, skipped, tables, warnings, loaded[0].classes, sorted({len(x.labels) for x in loaded}),
+        history_table, trust.clusters, metrics.ece_bins[0],
+    )
+
+
+# --------------------------------------------------------------------------- figures
+
+
+# Figures with the epoch on the x axis: drawn only for a series of two or more epochs.
+SERIES_FIGURES = {"trust_grid", "loss_curves", "network_opinion", "opinion_triangle", "calibration_metrics",
+                  "geometric_metrics"}
+
+
+def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]], list[str]]:
+    """(name, draw(paths)) for every figure of figures.FIGURES the tables allow, and the names left out.
+
+    Figures that need the training history (the loss curves, and those showing the first, best-validation
+    and last epochs) are drawn only with --history; those with the epoch on the x axis only for a series.
+    """
+    from . import figures
+
+    series = a.tables["trust"]["epoch"].nunique() >= 2
+    registry = getattr(figures, "FIGURES", None)
+    if registry is None or not hasattr(figures, "draw"):  # an older figures module: the paper's trust grid only
+        return ([("trust_grid", lambda paths: figures.trust_grid(a.tables["trust"], title, paths))] if series else []), []
+    tables = dict(a.tables)
+    if a.history is not None:
+        tables["history"] = a.history
+    jobs, left_out = [], []
+    for name, (needs, _) in registry.items():
+        if (name in SERIES_FIGURES and not series) or not all(t in tables for t in needs):
+            left_out.append(name)
+        else:
+            jobs.append((name, lambda paths, name=name: figures.draw(name, tables, title, paths, clusters=a.clusters)))
+    return jobs, left_out
+
+
+def draw_figures(a: Assessment, fig_dir: Path, title: str) -> list[str]:
+    """Draw every figure into ``fig_dir``; a figure that fails is skipped with a warning, never fatal."""
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    drawn = []
+    jobs, a.figures_left_out = _figure_jobs(a, title)
+    for name, draw in jobs:
+        paths = [fig_dir / f"{name}.{ext}" for ext in FIGURE_FORMATS]
+        try:
+            with pywarnings.catch_warnings():
+                pywarnings.simplefilter("ignore")
+                draw(paths)
+            drawn += [str(p.relative_to(fig_dir.parent)) for p in paths]
+        except Exception as exc:  # an optional figure must not break the assessment
+            for p in paths:
+                p.unlink(missing_ok=True)
+            a.warnings.append(InputWarning("figure_skipped", "", f"figure {name} skipped ({type(exc).__name__}: {exc})."))
+    return drawn
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per epoch and state, on the test predictions: accuracy, ECE, NTS and the network opinion."""
+    scores = tables["scores"]
+    scores = scores[scores["split"] == "test"][["epoch", "calibrated", "accuracy", "ece", "net_trust_score"]]
+    trust = tables["trust"]
+    net = trust[trust["label"].astype(str) == "network"][["epoch", "calibrated", "belief", "disbelief", "uncertainty"]]
+    return scores.merge(net, on=["epoch", "calibrated"]).sort_values(["epoch", "calibrated"], ignore_index=True)
+
+
+def format_summary(a: Assessment) -> str:
+    table = summary_table(a.tables)
+    states = sorted(table["calibrated"].unique())
+    wide = table.pivot(index="epoch", columns="calibrated")
+    same_acc = len(states) == 2 and np.allclose(wide["accuracy"][False], wide["accuracy"][True], rtol=0, atol=1e-12)
+    block = ["ECE", "NTS", "b", "d", "u"] if same_acc else ["acc", "ECE", "NTS", "b", "d", "u"]
+    widths = dict(acc=6, ECE=6, NTS=6, b=5, d=5, u=7)
+    key = dict(acc="accuracy", ECE="ece", NTS="net_trust_score", b="belief", d="disbelief", u="uncertainty")
+    fmt = dict(acc="{:.4f}", ECE="{:.4f}", NTS="{:.4f}", b="{:.3f}", d="{:.3f}", u="{:.1e}")
+    block_width = sum(widths[c] for c in block) + len(block) - 1
+    lead_width = 5 + (10 if same_acc else 0)
+
+    def cells(values: dict) -> str:
+        return " ".join(fmt[c].format(values[c]).rjust(widths[c]) if pd.notna(values[c]) else "–".rjust(widths[c]) for c in block)
+
+    groups = " " * lead_width + "".join(
+        "  " + (" after calibration " if s else " before calibration ").center(block_width, "-") for s in states
+    )
+    header = "epoch" + ("  accuracy" if same_acc else "") + "".join(
+        "  " + " ".join(c.rjust(widths[c]) for c in block) for _ in states
+    )
+    epochs = list(wide.index)
+    if len(epochs) > SUMMARY_MAX_EPOCHS:
+        half = SUMMARY_MAX_EPOCHS // 2
+        epochs = epochs[:half] + [None] + epochs[-half:]
+    rows = []
+    for e in epochs:
+        if e is None:
+            rows.append(f"{'…':>5}  ({len(wide) - 2 * (SUMMARY_MAX_EPOCHS // 2)} more epochs in scores.csv and trust.csv)")
+            continue
+        line = f"{e:>5}"
+        if same_acc:
+            line += f"  {wide['accuracy'][False][e]:>8.4f}"
+        for s in states:
+            line += "  " + cells({c: wide[key[c]][s].get(e, np.nan) for c in block})
+        rows.append(line)
+    files = a.files
+    n_samples = ", ".join(map(str, a.samples))
+    head = [
+        f"trustcal assess: {len(files)} prediction file{'s' if len(files) > 1 else ''} "
+        f"({', '.join(p.name for p in [f.path for f in files][:2])}{', …' if len(files) > 2 else ''}), "
+        f"{a.classes} classes, {n_samples} test samples per file",
+    ]
+    if "calibration" in a.tables:
+        t = a.tables["calibration"]["temperature"]
+        head.append(f"temperature scaling fitted on the validation data: T = {t.min():.3g} … {t.max():.3g}")
+    if a.skipped:
+        head.append(f"skipped (no epoch number in the name): {', '.join(p.name for p in a.skipped)}")
+    foot = [f"ECE: top-label, {a.ece_bins} bins; NTS: NetTrustScore; b, d, u: network trust opinion (belief, disbelief, uncertainty)"]
+    if a.figures_left_out:
+        why = "need a series of epochs, --history or validation data"
+        foot.append(f"figures not drawn ({why}): {', '.join(a.figures_left_out)}")
+    foot += [
+        f"{len(a.warnings)} warning{'s' if len(a.warnings) != 1 else ''}" + (" (warnings.txt)" if a.warnings else ""),
+    ]
+    return "\n".join(head + ["", groups, header, *rows, ""] + foot)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = True, meta: dict | None = None) -> None:
+    """Tables, figures, summary.txt, warnings.txt and assess.json into ``out`` (a fresh directory)."""
+    for name, df in a.tables.items():
+        write_csv(df, out / f"{name}.csv")
+    fig_dir = out / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    if figures:
+        a.figures = draw_figures(a, fig_dir, title)
+    (out / "summary.txt").write_text(a.summary() + "\n")
+    (out / "warnings.txt").write_text("".join(f"[{w.code}] {w}\n" for w in a.warnings))
+    info = dict(
+        trustcal_version=__version__,
+        files=[dict(path=str(f.path), epoch=f.epoch, calibrated=f.calibrated) for f in a.files],
+        skipped=[str(p) for p in a.skipped],
+        tables=[f"{n}.csv" for n in a.tables], figures=a.figures, warnings=len(a.warnings),
+        **(meta or {}),
+    )
+    (out / MARKER).write_text(json.dumps(info, indent=2, default=str) + "\n")
+
+
+def default_title(sources) -> str:
+    first = Path(str(list(sources)[0]))
+    return first.name if first.is_dir() else first.parent.name or first.name
+
+
+def assess_to_dir(
+    sources,
+    out: str | Path,
+    read: ReadOptions = ReadOptions(),
+    trust: TrustParams = TrustParams(),
+    metrics: MetricParams = MetricParams(),
+    sweep: SweepParams | None = SweepParams(),
+    *,
+    t_min: float = 0.01,
+    t_max: float = 100.0,
+    history: str | Path | None = None,
+    title: str | None = None,
+    figures: bool = True,
+) -> Assessment:
+    """:func:`assess`, then write everything to ``out``; on any error ``out`` is left as it was."""
+    sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
+    with atomic_directory(out, MARKER) as tmp:
+        a = assess(sources, read, trust, metrics, sweep, t_min=t_min, t_max=t_max, history=history)
+        meta = dict(
+            sources=sources, read_options=asdict(read), trust=asdict(trust), metrics=asdict(metrics),
+            sweep=asdict(sweep) if sweep else None, t_min=t_min, t_max=t_max, history=history,
+        )
+        write_assessment(a, tmp, title=title or default_title(sources), figures=figures, meta=meta)
+    return a

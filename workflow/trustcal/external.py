@@ -1,0 +1,865 @@
+"""Reading someone else's predictions: file formats, epoch series, and checks.
+
+The paper's method is black-box: it needs only predicted probabilities (or
+logits) and true labels. This module reads them from the formats people
+export, checks every value, and turns each problem into a
+:class:`PredictionError` whose message names the file, the line/row and
+column, what was expected and how to fix it. Suspicious but valid input
+gives an :class:`InputWarning` (handed to ``warn``) instead.
+
+Formats (detected from the file name, then the contents; gzip is read as is):
+
+- CSV/TSV/whitespace text: one column per class, in class order, plus a label
+  column (``True Label``, ``label``, ``y``, … or ``label_column``). A file
+  whose first line is all numbers has no header; its last column is the label.
+- ``.npz``: ``probs`` (or ``logits``) and ``labels``; optionally
+  ``val_logits``/``val_labels`` (the workflow's logits files use
+  ``test_logits``/``test_labels`` and are read too).
+- ``.npy``: the N×K array alone; the labels come from a separate file.
+
+An epoch series is several files whose names carry the epoch and, optionally,
+the state before/after calibration (:data:`DEFAULT_NAME_PATTERN`).
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import gzip
+import io
+import math
+import re
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .calibration import softmax
+from .io import TrustcalError
+
+# --------------------------------------------------------------------------- errors
+
+
+class PredictionError(TrustcalError):
+    """A prediction (or label) file that cannot be assessed as it is."""
+
+
+class UnreadableFile(PredictionError):
+    """Missing, empty, truncated or not in a known format."""
+
+
+class ColumnError(PredictionError):
+    """Missing label column/array, wrong number of columns, wrong array shape."""
+
+
+class CellError(PredictionError):
+    """A cell that is not a finite number."""
+
+
+class ProbabilityError(PredictionError):
+    """Negative or > 1 probabilities, rows that do not sum to 1."""
+
+
+class LabelError(PredictionError):
+    """Labels that are not integer class indices 0 … K−1."""
+
+
+class LengthMismatch(PredictionError):
+    """Predictions and labels (or the files of a series) do not line up."""
+
+
+class SeriesError(PredictionError):
+    """Files of an epoch series: no epoch in the name, duplicates, no files."""
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+@dataclass(frozen=True)
+class InputWarning:
+    """Suspicious but valid input. ``code`` is one of :data:`WARNING_CODES`."""
+
+    code: str
+    file: str  # the file it is about ('' when none)
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}" if self.file else self.message
+
+
+WARNING_CODES = {
+    "double_softmax": "most rows are no more confident than a softmax of probabilities can be",
+    "logits_as_probabilities": "values outside [0, 1] read as logits",
+    "below_chance": "accuracy below 1/K",
+    "absent_class": "a class never appears among the labels",
+    "renormalized": "rows not summing to 1 were renormalised (--renormalize)",
+    "temperature_at_bound": "the fitted temperature hit its search bound",
+    "figure_skipped": "a figure could not be drawn",
+}
+Warn = Callable[[InputWarning], None]
+
+
+# --------------------------------------------------------------------------- options
+
+FORMATS = ("auto", "csv", "npz", "npy")
+KINDS = ("auto", "probs", "logits")
+# Matched against the file name without its extensions (``bef_10.csv.gz`` → ``bef_10``):
+# the last number is the epoch; a word before/after/bef/aft/uncalibrated/calibrated
+# anywhere in the name is the state (no word: before calibration).
+DEFAULT_NAME_PATTERN = (
+    r"(?i)^(?=(?:.*?(?<![a-z])(?P<state>before|after|bef|aft|uncalibrated|calibrated)(?![a-z]))?)"
+    r".*?(?P<epoch>\d+)\D*$"
+)
+AFTER_WORDS = ("after", "aft", "calibrated")
+LABEL_COLUMN_NAMES = ("truelabel", "label", "labels", "target", "targets", "y", "ytrue", "class", "groundtruth")
+PROB_KEYS = ("probs", "probabilities", "test_probs", "test_probabilities")
+LOGIT_KEYS = ("logits", "test_logits")
+LABEL_KEYS = ("labels", "test_labels", "y", "targets")
+PRED_SUFFIXES = (".csv", ".tsv", ".txt", ".npz", ".npy")
+RANGE_TOL = 1e-6  # probabilities this far outside [0, 1] are float rounding, clipped
+DOUBLE_SOFTMAX_TOL = 1e-5
+DOUBLE_SOFTMAX_FRACTION = 0.5  # warn when at least this fraction of rows is that flat (K ≥ 3: for K = 2
+# the bound e/(e+1) = 0.73 is too loose to tell a double softmax from an unsure model)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read prediction files; the field names are the CLI flags and config keys."""
+
+    format: str = "auto"  # auto, csv, npz, npy
+    kind: str = "auto"  # auto, probs, logits
+    label_column: str | None = None
+    prob_columns: str | None = None  # regex matching whole column names
+    labels: str | None = None  # labels file for predictions without labels (.npy)
+    validation: str | None = None  # validation predictions + labels: fit temperature scaling
+    name_pattern: str = DEFAULT_NAME_PATTERN
+    sum_tolerance: float = 1e-3
+    renormalize: bool = False
+    num_classes: int | None = None
+
+    def __post_init__(self):
+        if self.format not in FORMATS:
+            raise PredictionError(f"format {self.format!r} is unknown; expected one of {', '.join(FORMATS)}")
+        if self.kind not in KINDS:
+            raise PredictionError(f"kind {self.kind!r} is unknown; expected one of {', '.join(KINDS)}")
+        if not (self.sum_tolerance > 0 and math.isfinite(self.sum_tolerance)):
+            raise PredictionError(f"sum tolerance must be a positive number (got {self.sum_tolerance})")
+        if self.num_classes is not None and self.num_classes < 2:
+            raise PredictionError(f"number of classes must be ≥ 2 (got {self.num_classes})")
+        name_regex(self.name_pattern)
+        if self.prob_columns is not None:
+            _compile(self.prob_columns, "--prob-columns")
+
+
+def _compile(pattern: str, flag: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise PredictionError(f"{flag} {pattern!r} is not a valid regular expression ({exc})") from None
+
+
+def name_regex(pattern: str) -> re.Pattern:
+    rx = _compile(pattern, "--name-pattern")
+    if "epoch" not in rx.groupindex:
+        raise PredictionError(
+            f"--name-pattern {pattern!r} has no group named 'epoch'; write it like "
+            r"'run(?P<epoch>\d+)_(?P<state>bef|aft)'"
+        )
+    return rx
+
+
+# --------------------------------------------------------------------------- series
+
+
+@dataclass(frozen=True)
+class PredictionFile:
+    path: Path
+    epoch: int
+    calibrated: bool | None  # None: the name does not say (read as before calibration)
+
+
+def stem(path: str | Path) -> str:
+    """The file name without ``.gz`` and a known prediction extension."""
+    name = Path(path).name
+    if name.lower().endswith(".gz"):
+        name = name[:-3]
+    for suffix in PRED_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def parse_name(path: str | Path, pattern: str = DEFAULT_NAME_PATTERN) -> tuple[int | None, bool | None]:
+    """(epoch, calibrated) from a file name; None where the name does not say."""
+    m = name_regex(pattern).search(stem(path))
+    if not m or m.group("epoch") is None:
+        return None, None
+    state = m.groupdict().get("state")
+    calibrated = None if state is None else state.lower() in AFTER_WORDS
+    return int(m.group("epoch")), calibrated
+
+
+def _is_prediction_name(name: str) -> bool:
+    name = name.lower()
+    name = name[:-3] if name.endswith(".gz") else name
+    return name.endswith(PRED_SUFFIXES)
+
+
+def discover(sources, opts: ReadOptions = ReadOptions()) -> tuple[list[PredictionFile], list[Path]]:
+    """The prediction files named by ``sources`` (files, directories or globs), with epoch and state.
+
+    Returns the files, sorted by (epoch, state), and the files of a directory
+    that were skipped because their name holds no epoch number. A lone file
+    whose name holds no epoch number is epoch 0.
+    """
+    if isinstance(sources, (str, Path)):
+        sources = [sources]
+    skip = {Path(p).resolve() for p in (opts.labels, opts.validation) if p}
+    found: list[tuple[Path, bool]] = []  # (path, came from a directory)
+    for src in map(str, sources):
+        p = Path(src)
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.is_file() and _is_prediction_name(f.name))
+            files = [f for f in files if f.resolve() not in skip]
+            if not files:
+                raise SeriesError(
+                    f"{p}: no prediction files in this directory; expected files named like bef_10.csv(.gz), "
+                    f"aft_10.csv, epoch010.npz or epoch010.npy ({', '.join(PRED_SUFFIXES)}, optionally .gz). "
+                    "Fix: name the directory that holds them, or the files themselves."
+                )
+            found += [(f, True) for f in files]
+        elif p.exists():
+            found.append((p, False))
+        elif glob.has_magic(src):
+            matches = sorted(Path(m) for m in glob.glob(src) if Path(m).is_file())
+            if not matches:
+                raise SeriesError(f"{src}: no file matches this pattern. Fix: check the path and the wildcard.")
+            found += [(m, False) for m in matches]
+        else:
+            raise UnreadableFile(f"{src}: file or directory not found. Fix: check the path.")
+    unique = list({f.resolve(): (f, d) for f, d in found}.values())
+    single = len(unique) == 1
+    files, skipped = [], []
+    for path, from_dir in unique:
+        epoch, calibrated = parse_name(path, opts.name_pattern)
+        if epoch is None:
+            if single:
+                epoch = 0
+            elif from_dir:
+                skipped.append(path)
+                continue
+            else:
+                raise SeriesError(
+                    f"{path}: cannot read the epoch from the file name; a series needs names like bef_10.csv, "
+                    "aft_10.csv or epoch010.npz. Fix: rename the files, or pass --name-pattern REGEX with a group "
+                    "(?P<epoch>\\d+) (and optionally (?P<state>before|after))."
+                )
+        files.append(PredictionFile(path, epoch, calibrated))
+    if not files:
+        raise SeriesError(
+            f"{', '.join(map(str, sources))}: none of the files has an epoch number in its name "
+            f"({', '.join(p.name for p in skipped)}). Fix: rename them like epoch010.npz or bef_10.csv, "
+            "or pass --name-pattern REGEX."
+        )
+    seen: dict[tuple[int, bool], Path] = {}
+    for f in files:
+        key = (f.epoch, bool(f.calibrated))
+        if key in seen:
+            state = "after" if key[1] else "before"
+            raise SeriesError(
+                f"{seen[key]} and {f.path}: both are epoch {f.epoch}, {state} calibration. "
+                "Fix: assess them separately, or pass --name-pattern REGEX that tells them apart."
+            )
+        seen[key] = f.path
+    files.sort(key=lambda f: (f.epoch, bool(f.calibrated)))
+    return files, skipped
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes, gunzipped when they are gzip data; clear errors for missing or empty files."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UnreadableFile(f"{path}: file not found. Fix: check the path.") from None
+    except OSError as exc:
+        raise UnreadableFile(f"{path}: cannot be read ({exc.strerror or exc}). Fix: check the path and its permissions.") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise UnreadableFile(
+                f"{path}: the gzip data is truncated or corrupt ({exc}). Fix: copy or export the file again."
+            ) from None
+    if not data.strip():
+        raise UnreadableFile(
+            f"{path}: the file is empty; expected one row per sample with one probability per class and the label. "
+            "Fix: export the predictions again."
+        )
+    return data
+
+
+def detect_format(path: str | Path, data: bytes, forced: str = "auto") -> str:
+    if forced != "auto":
+        return forced
+    name = Path(path).name.lower()
+    name = name[:-3] if name.endswith(".gz") else name
+    for suffix, fmt in ((".npz", "npz"), (".npy", "npy"), (".csv", "csv"), (".tsv", "csv"), (".txt", "csv")):
+        if name.endswith(suffix):
+            return fmt
+    if data[:2] == b"PK":
+        return "npz"
+    if data[:6] == b"\x93NUMPY":
+        return "npy"
+    return "csv"
+
+
+@dataclass
+class Table:
+    """Numbers read from one file, with what is needed to point at a cell in messages."""
+
+    path: Path
+    values: np.ndarray  # N×K float64: probabilities or logits
+    kind: str  # probs, logits or auto (decided from the values)
+    labels: np.ndarray | None  # N float64, checked later
+    where: Callable[[int, int | None], str]  # (row, column or None) → "line 7, column 'x'"
+    label_where: Callable[[int], str] | None = None
+    label_path: Path | None = None
+    val: "Table | None" = None
+
+
+def _array_where(key: str):
+    return lambda r, c=None: f"array '{key}', row {r}" + ("" if c is None else f", column {c}")
+
+
+def _numeric_array(path: Path, arr: np.ndarray, key: str, ndim: int) -> np.ndarray:
+    if arr.dtype.kind not in "biuf":
+        raise CellError(
+            f"{path}: array '{key}' holds {arr.dtype} values; expected numbers. "
+            "Fix: save a float array (probabilities or logits) and an integer label array."
+        )
+    if ndim == 2 and arr.ndim != 2:
+        raise ColumnError(
+            f"{path}: array '{key}' has shape {arr.shape}; expected N×K (one row per sample, one column per class). "
+            "Fix: save the predictions as a 2-D array."
+        )
+    if len(arr) == 0:
+        raise UnreadableFile(f"{path}: array '{key}' has no rows; expected one row per sample. Fix: export the predictions again.")
+    if ndim == 2 and arr.shape[1] < 2:
+        raise ColumnError(
+            f"{path}: array '{key}' has shape {arr.shape}; expected one column per class (at least 2). "
+            "Fix: save the full N×K matrix of probabilities or logits."
+        )
+    return arr.astype(np.float64)
+
+
+def _labels_array(path: Path, arr: np.ndarray, key: str, n_classes: int | None = None) -> np.ndarray:
+    arr = np.asarray(arr)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    elif arr.ndim == 2 and n_classes is not None and arr.shape[1] == n_classes and arr.dtype.kind in "biuf":
+        onehot = arr.astype(np.float64)
+        if np.all((onehot == 0) | (onehot == 1)) and np.all(onehot.sum(axis=1) == 1):
+            return onehot.argmax(axis=1).astype(np.float64)  # one-hot labels
+    if arr.ndim != 1:
+        raise ColumnError(
+            f"{path}: array '{key}' has shape {arr.shape}; expected one integer class index per sample (shape (N,)). "
+            "Fix: save the labels as a 1-D integer array (or one-hot N×K)."
+        )
+    return _numeric_array(path, arr, key, 1)
+
+
+def _load_numpy(path: Path, data: bytes, fmt: str):
+    try:
+        loaded = np.load(io.BytesIO(data), allow_pickle=False)
+        if fmt == "npz":
+            if not hasattr(loaded, "files"):
+                raise ValueError("not an .npz archive")
+            with loaded:
+                return {k: loaded[k] for k in loaded.files}
+        if hasattr(loaded, "files"):
+            loaded.close()
+            raise ValueError("an .npz archive, not an .npy array")
+        return loaded
+    except Exception as exc:  # any failure to parse the file means it is unreadable
+        what = ".npz archive" if fmt == "npz" else ".npy array"
+        example = "numpy.savez(path, probs=P, labels=y)" if fmt == "npz" else "numpy.save(path, P)"
+        raise UnreadableFile(
+            f"{path}: unreadable or truncated {what} ({type(exc).__name__}: {exc}). "
+            f"Fix: write it again, e.g. {example}, or pass --format if it is another format."
+        ) from None
+
+
+def _first_key(arrays: dict, keys) -> str | None:
+    return next((k for k in keys if k in arrays), None)
+
+
+def read_npz(path: Path, data: bytes, opts: ReadOptions) -> Table:
+    arrays = _load_numpy(path, data, "npz")
+    key = _first_key(arrays, PROB_KEYS + LOGIT_KEYS)
+    if key is None:
+        raise ColumnError(
+            f"{path}: no predictions array; expected 'probs' or 'logits' (N×K) and 'labels' (N), found "
+            f"{sorted(arrays) or 'nothing'}. Fix: save with numpy.savez(path, probs=P, labels=y) (or logits=Z)."
+        )
+    kind = opts.kind if opts.kind != "auto" else "probs" if key in PROB_KEYS else "logits"
+    values = _numeric_array(path, arrays[key], key, 2)
+    label_key = _first_key(arrays, LABEL_KEYS)
+    table = Table(path, values, kind, None, _array_where(key))
+    if label_key is not None and not opts.labels:
+        table.labels = _labels_array(path, arrays[label_key], label_key, values.shape[1])
+        table.label_where = _array_where(label_key)
+    elif not opts.labels:
+        raise ColumnError(
+            f"{path}: no labels array; expected 'labels' (N integers) beside '{key}', found {sorted(arrays)}. "
+            "Fix: add it (numpy.savez(path, probs=P, labels=y)) or pass --labels FILE."
+        )
+    vkey = "val_logits" if "val_logits" in arrays else "val_probs" if "val_probs" in arrays else None
+    if vkey is not None and "val_labels" not in arrays:
+        raise ColumnError(
+            f"{path}: '{vkey}' without 'val_labels'; expected both to fit temperature scaling on the validation "
+            f"data. Fix: add val_labels, or drop {vkey}."
+        )
+    if vkey is not None:
+        val = Table(path, _numeric_array(path, arrays[vkey], vkey, 2), vkey[4:], None, _array_where(vkey))
+        val.labels = _labels_array(path, arrays["val_labels"], "val_labels", values.shape[1])
+        val.label_where = _array_where("val_labels")
+        table.val = val
+    return table
+
+
+def read_npy(path: Path, data: bytes, opts: ReadOptions) -> Table:
+    arr = _load_numpy(path, data, "npy")
+    if not opts.labels:
+        raise ColumnError(
+            f"{path}: an .npy file holds only the predictions; expected the labels in a separate file. "
+            "Fix: pass --labels FILE (one integer per row: .npy, .txt or .csv), or save both in an .npz."
+        )
+    return Table(path, _numeric_array(path, arr, "array", 2), opts.kind, None, _array_where("array"))
+
+
+# ----- CSV
+
+
+def _sniff_sep(first_line: str) -> str:
+    counts = {sep: first_line.count(sep) for sep in (",", "\t", ";")}
+    sep = max(counts, key=counts.get)
+    if counts[sep] == 0:
+        return r"\s+" if first_line.strip().count(" ") else ","
+    return sep
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _split_line(line: str, sep: str) -> list[str]:
+    if sep == r"\s+":
+        return line.split()
+    return next(csv.reader([line], delimiter=sep), [])
+
+
+def _ragged(path: Path, line, fields, expected, header: bool) -> ColumnError:
+    return ColumnError(
+        f"{path}: line {line} has {fields} fields but {'the header has' if header else 'the first line has'} "
+        f"{expected}; expected the same columns on every line (one probability per class and the label). "
+        f"Fix: repair or delete line {line}."
+    )
+
+
+def read_text_table(path: Path, data: bytes):
+    """A text table as (DataFrame, header_present, line_of_row, sep). Column names are kept as written."""
+    import pandas as pd
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UnreadableFile(
+            f"{path}: not a text file (not UTF-8); expected a CSV with one probability column per class and a label "
+            "column. Fix: pass --format npz or npy if it is a NumPy file, or export it as CSV."
+        ) from None
+    lines = re.split(r"\r\n|\r|\n", text)  # line ends as pandas sees them (not str.splitlines)
+    numbered = [i + 1 for i, line in enumerate(lines) if line.strip()]  # file line of each non-blank line
+    if not numbered:
+        raise UnreadableFile(
+            f"{path}: the file holds only blank space; expected one row per sample with one probability per "
+            "class and the label. Fix: export the predictions again."
+        )
+    first = lines[numbered[0] - 1]
+    sep = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else _sniff_sep(first)
+    header = not all(_is_number(f.strip()) for f in _split_line(first, sep) if f.strip() != "")
+    skip = 1 if header else 0
+
+    def line_of(row: int) -> int:
+        return numbered[row + skip] if row + skip < len(numbered) else len(lines)
+
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=sep, header=0 if header else None, skipinitialspace=True, engine="c")
+    except pd.errors.ParserError as exc:
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if m:
+            expected, line, saw = m.groups()
+            raise _ragged(path, line, saw, expected, header) from None
+        raise UnreadableFile(f"{path}: cannot be parsed as CSV ({exc}). Fix: export it as a plain CSV.") from None
+    except (pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raise UnreadableFile(f"{path}: cannot be parsed as CSV ({exc}). Fix: export it as a plain CSV.") from None
+    if len(df) == 0:
+        raise UnreadableFile(
+            f"{path}: the file has a header but no rows; expected one row per sample. Fix: export the predictions again."
+        )
+    if not header:
+        df.columns = [f"column {i + 1}" for i in range(df.shape[1])]
+    else:
+        df.columns = [str(c) for c in df.columns]
+    # A row with fewer fields than the header is padded with NaN by pandas: find it first.
+    if df.isna().to_numpy().any():
+        ncols = df.shape[1]
+        for line_no in numbered[skip:]:
+            n = len(_split_line(lines[line_no - 1], sep))
+            if n != ncols:
+                raise _ragged(path, line_no, n, ncols, header)
+    return df, header, line_of, sep
+
+
+def _numeric_column(path: Path, df, column: str, line_of, hint: str) -> np.ndarray:
+    import pandas as pd
+
+    col = df[column]
+    if pd.api.types.is_bool_dtype(col):
+        return col.to_numpy(dtype=np.float64)
+    if not pd.api.types.is_numeric_dtype(col):
+        parsed = pd.to_numeric(col, errors="coerce")
+        bad = parsed.isna().to_numpy() & col.notna().to_numpy()
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise CellError(
+                f"{path}: line {line_of(row)}, column '{column}': {str(col.iloc[row])!r} is not a number; "
+                f"expected {hint}. Fix: correct that cell" + (
+                    ", or choose the probability columns with --prob-columns REGEX." if "probability" in hint else "."
+                )
+            )
+        col = parsed
+    return col.to_numpy(dtype=np.float64)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_\-]", "", name.lower())
+
+
+def _label_column(path: Path, columns: list[str], header: bool, opts: ReadOptions, required: bool = True) -> str | None:
+    """The label column: --label-column, a column with a usual name, or the last column of a headerless file.
+
+    With ``required=False`` (the labels come from --labels) a column found by name is still
+    returned, so that it is not read as a class.
+    """
+    if opts.label_column is not None:
+        if opts.label_column in columns:
+            return opts.label_column
+        raise ColumnError(
+            f"{path}: no column named {opts.label_column!r} (from --label-column); the columns are {columns}. "
+            "Fix: pass the label column's name exactly as in the header."
+        )
+    if not header:
+        return columns[-1] if required else None
+    for c in columns:
+        if _norm(c) in LABEL_COLUMN_NAMES:
+            return c
+    if not required:
+        return None
+    raise ColumnError(
+        f"{path}: no label column; expected a column named 'True Label', 'label', 'labels', 'target' or 'y' "
+        f"(any case), found {columns}. Fix: name the label column with --label-column NAME."
+    )
+
+
+def read_csv(path: Path, data: bytes, opts: ReadOptions) -> Table:
+    df, header, line_of, _ = read_text_table(path, data)
+    columns = list(df.columns)
+    label = _label_column(path, columns, header, opts, required=not opts.labels)
+    if opts.prob_columns is not None:
+        rx = re.compile(opts.prob_columns)
+        probs = [c for c in columns if rx.fullmatch(c) and c != label]
+        if not probs:
+            raise ColumnError(
+                f"{path}: no column name matches --prob-columns {opts.prob_columns!r}; the columns are {columns}. "
+                "Fix: write a regular expression that matches whole column names, e.g. 'Class_\\d+_Probability'."
+            )
+    else:
+        # every column but the label (and an unnamed index column written by DataFrame.to_csv)
+        probs = [c for c in columns if c != label and not (header and re.fullmatch(r"Unnamed: 0|", c))]
+    if len(probs) < 2:
+        raise ColumnError(
+            f"{path}: {len(probs)} probability column(s) {probs}; expected one column per class (at least 2) "
+            f"and the label column. Fix: check the separator and the header"
+            + (", or pass --prob-columns REGEX." if header else ".")
+        )
+    values = np.column_stack([
+        _numeric_column(path, df, c, line_of, "a probability or logit (a decimal number)") for c in probs
+    ])
+    table = Table(path, values, opts.kind, None, lambda r, c=None: f"line {line_of(r)}" + ("" if c is None else f", column '{probs[c]}'"))
+    if label is not None and not opts.labels:
+        table.labels = _numeric_column(path, df, label, line_of, "an integer class index")
+        table.label_where = lambda r: f"line {line_of(r)}, column '{label}'"
+    return table
+
+
+def read_labels_file(path: str | Path, opts: ReadOptions) -> tuple[np.ndarray, Callable[[int], str]]:
+    """Labels from their own file: .npy, .npz (``labels``) or text with one label per line."""
+    path = Path(path)
+    data = read_bytes(path)
+    fmt = detect_format(path, data)
+    if fmt == "npy":
+        return _labels_array(path, _load_numpy(path, data, "npy"), "array"), _array_where("array")
+    if fmt == "npz":
+        arrays = _load_numpy(path, data, "npz")
+        key = _first_key(arrays, LABEL_KEYS)
+        if key is None:
+            raise ColumnError(f"{path}: no 'labels' array (found {sorted(arrays)}). Fix: save numpy.savez(path, labels=y).")
+        return _labels_array(path, arrays[key], key), _array_where(key)
+    df, header, line_of, _ = read_text_table(path, data)
+    columns = list(df.columns)
+    if len(columns) == 1:
+        column = columns[0]
+    else:
+        column = _label_column(path, columns, header, opts) if header else None
+        if column is None:
+            raise ColumnError(
+                f"{path}: {len(columns)} columns; expected a single column of labels (one integer per line). "
+                "Fix: write only the labels, one per line."
+            )
+    return _numeric_column(path, df, column, line_of, "an integer class index"), lambda r: f"line {line_of(r)}"
+
+
+def read_table(path: str | Path, opts: ReadOptions) -> Table:
+    """Predictions (and labels, where the file has them) from one file, not yet checked."""
+    path = Path(path)
+    data = read_bytes(path)
+    fmt = detect_format(path, data, opts.format)
+    if fmt == "npz":
+        return read_npz(path, data, opts)
+    if fmt == "npy":
+        return read_npy(path, data, opts)
+    return read_csv(path, data, opts)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _check_finite(values: np.ndarray, path: Path, where, what: str, fix: str) -> None:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        loc = _first(bad)
+        v = values[loc]
+        desc = "empty or NaN" if np.isnan(v) else f"{'+' if v > 0 else '-'}inf"
+        n = int(bad.sum())
+        raise CellError(
+            f"{path}: {where(*loc)}: {desc} ({n} such cell{'s' if n > 1 else ''} in the file); "
+            f"expected {what}. Fix: {fix}"
+        )
+
+
+def check_labels(labels: np.ndarray, k: int, path: Path, where) -> np.ndarray:
+    """Labels as integers 0 … K−1, or a :class:`LabelError` / :class:`CellError`."""
+    _check_finite(labels, path, where, "an integer class index",
+                  "every sample needs its true label; drop unlabelled rows.")
+    frac = labels != np.round(labels)
+    if frac.any():
+        (r,) = _first(frac)
+        raise LabelError(
+            f"{path}: {where(r)}: label {labels[r]:g} is not an integer; expected class indices 0 … {k - 1}. "
+            "Fix: write the true class index (not a probability or a class name)."
+        )
+    out = (labels < 0) | (labels >= k)
+    if out.any():
+        (r,) = _first(out)
+        hint = ""
+        if labels.min() >= 1 and labels.max() == k:
+            hint = " Your labels look 1-based (1 … K): subtract 1."
+        raise LabelError(
+            f"{path}: {where(r)}: label {int(labels[r])} is out of range for {k} classes; expected 0 … {k - 1} "
+            f"({int(out.sum())} such label(s)). Fix: labels must index the probability columns (0-based, in column "
+            f"order); add the missing classes' columns or check --prob-columns.{hint}"
+        )
+    return labels.astype(np.int64)
+
+
+def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.ndarray, np.ndarray | None]:
+    """(probabilities, logits or None) after checking every value of ``table``."""
+    values, path, where = table.values, table.path, table.where
+    _check_finite(values, path, where, "a finite probability or logit",
+                  "repair the export (NaN: a missing value or a diverged model; ±inf: an overflow) or drop those rows.")
+    kind = table.kind
+    if kind == "auto":
+        kind = "probs"
+        outside = (values < -RANGE_TOL) | (values > 1 + RANGE_TOL)
+        if outside.any() and not (np.abs(values.sum(axis=1) - 1) <= opts.sum_tolerance).all():
+            kind = "logits"
+            warn(InputWarning(
+                "logits_as_probabilities", str(path), f"{int(outside.sum())} values lie outside [0, 1] (min {values.min():.4g}, max {values.max():.4g}) "
+                "and the rows do not sum to 1: they look like logits passed as probabilities, so they were read as "
+                "logits and turned into probabilities with a softmax. Fix: pass --kind logits to confirm (this "
+                "warning goes away), or export the softmax probabilities."
+            ))
+    if kind == "logits":
+        return softmax(values), values
+    for mask, what in ((values < -RANGE_TOL, "negative"), (values > 1 + RANGE_TOL, "greater than 1")):
+        if mask.any():
+            loc = _first(mask)
+            raise ProbabilityError(
+                f"{path}: {where(*loc)}: probability {values[loc]:.6g} is {what} ({int(mask.sum())} such value(s)); "
+                "expected probabilities in [0, 1]. Fix: export the softmax output; if the values are logits, "
+                "pass --kind logits."
+            )
+    probs = np.clip(values, 0.0, 1.0)
+    sums = probs.sum(axis=1)
+    off = np.abs(sums - 1) > opts.sum_tolerance
+    if off.any():
+        (r,) = _first(off)
+        if not opts.renormalize:
+            raise ProbabilityError(
+                f"{path}: {where(r)}: the probabilities sum to {sums[r]:.6g}; expected 1 within ±{opts.sum_tolerance:g} "
+                f"({int(off.sum())} of {len(sums)} rows are off). Fix: export softmax probabilities (one column per "
+                "class, all classes), or pass --renormalize to divide every row by its sum."
+            )
+        zero = sums <= 0
+        if zero.any():
+            (r,) = _first(zero)
+            raise ProbabilityError(
+                f"{path}: {where(r)}: every probability is 0, so the row cannot be renormalised; expected at least "
+                "one positive probability per row. Fix: repair or drop that row."
+            )
+        warn(InputWarning(
+            "renormalized", str(path), f"{int(off.sum())} of {len(sums)} rows did not sum to 1 within "
+            f"±{opts.sum_tolerance:g} (sums {sums.min():.4g} … {sums.max():.4g}); every row was divided by its sum "
+            "(--renormalize)."
+        ))
+        probs = probs / sums[:, None]
+    return probs, None
+
+
+def double_softmax_threshold(k: int) -> float:
+    """e/(e + K − 1): the largest probability a softmax of values in [0, 1] can give."""
+    return math.e / (math.e + k - 1)
+
+
+def flat_rows(probs: np.ndarray) -> int:
+    """Rows whose largest probability is at most e/(e + K − 1) (+ a float tolerance)."""
+    return int((probs.max(axis=1) <= double_softmax_threshold(probs.shape[1]) + DOUBLE_SOFTMAX_TOL).sum())
+
+
+def suspicious(probs: np.ndarray, labels: np.ndarray, path: Path, warn: Warn) -> None:
+    """Warnings for valid but suspicious predictions: softmax twice, below chance, absent classes."""
+    n, k = probs.shape
+    flat = flat_rows(probs)
+    if k >= 3 and flat >= DOUBLE_SOFTMAX_FRACTION * n:
+        warn(InputWarning(
+            "double_softmax", str(path), f"{flat} of {n} rows ({flat / n:.0%}) have a largest probability ≤ e/(e+K−1) = "
+            f"{double_softmax_threshold(k):.4f}, the most a softmax of probabilities can give: the predictions "
+            "probably went through softmax twice. Fix: export softmax(logits) once; ignore this if the model is "
+            "really that unsure (e.g. untrained)."
+        ))
+    acc = float((probs.argmax(axis=1) == labels).mean())
+    if acc < 1.0 / k:
+        warn(InputWarning(
+            "below_chance", str(path), f"accuracy {acc:.3f} is below chance (1/K = {1 / k:.3f}). Fix: check that the labels are in the "
+            "same order as the rows and that column k holds the probability of class k."
+        ))
+    absent = np.setdiff1d(np.arange(k), labels)
+    if len(absent):
+        warn(InputWarning(
+            "absent_class", str(path), f"class(es) {', '.join(map(str, absent))} never appear among the {n} labels: their per-class "
+            "numbers (trust spectrum, trust density, one-vs-rest reliability) are undefined (NaN) and their trust "
+            "opinion rests on no positive evidence."
+        ))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class Loaded:
+    """One checked prediction file: test predictions and, when present, validation predictions."""
+
+    file: PredictionFile
+    probs: np.ndarray
+    labels: np.ndarray
+    logits: np.ndarray | None  # None when the file held probabilities
+    val_probs: np.ndarray | None = None
+    val_labels: np.ndarray | None = None
+    val_logits: np.ndarray | None = None
+
+    @property
+    def classes(self) -> int:
+        return self.probs.shape[1]
+
+
+def _attach_labels(table: Table, opts: ReadOptions) -> None:
+    if opts.labels:
+        table.labels, table.label_where = read_labels_file(opts.labels, opts)
+        table.label_path = Path(opts.labels)
+    if len(table.labels) != len(table.values):
+        lp = table.label_path or table.path
+        raise LengthMismatch(
+            f"{table.path}: {len(table.values)} rows of predictions but {lp}: {len(table.labels)} labels; "
+            "expected one label per row. Fix: pass the labels of the same samples, in the same order."
+        )
+
+
+def check_table(table: Table, opts: ReadOptions, warn, k: int | None = None):
+    """(probs, labels, logits) of a read table after every check."""
+    if k is not None and table.values.shape[1] != k:
+        raise ColumnError(
+            f"{table.path}: {table.values.shape[1]} probability columns; expected {k} (one per class). "
+            "Fix: export every class's probability" + (", or correct --num-classes." if opts.num_classes else ".")
+        )
+    probs, logits = to_probabilities(table, opts, warn)
+    labels = check_labels(table.labels, probs.shape[1], table.label_path or table.path, table.label_where)
+    return probs, labels, logits
+
+
+def load(file: PredictionFile, opts: ReadOptions, warn: Warn) -> Loaded:
+    """Read and check one prediction file (plus --labels and --validation when given)."""
+    table = read_table(file.path, opts)
+    _attach_labels(table, opts)
+    probs, labels, logits = check_table(table, opts, warn, opts.num_classes)
+    suspicious(probs, labels, file.path, warn)
+    out = Loaded(file, probs, labels, logits)
+    val = table.val
+    if opts.validation:
+        val = read_table(opts.validation, replace(opts, labels=None))
+        if val.val is not None:  # an .npz with val_* arrays given as --validation
+            val = val.val
+    if val is not None:
+        if len(val.labels) != len(val.values):
+            raise LengthMismatch(
+                f"{val.path}: {len(val.values)} rows of validation predictions but {len(val.labels)} labels; "
+                "expected one label per row. Fix: save the validation labels of the same samples."
+            )
+        out.val_probs, out.val_labels, out.val_logits = check_table(val, opts, warn, probs.shape[1])
+    return out
+
+
+def load_series(files: list[PredictionFile], opts: ReadOptions, warn: Warn) -> list[Loaded]:
+    loaded = []
+    for f in files:
+        item = load(f, opts, warn)
+        if loaded and item.classes != loaded[0].classes:
+            raise LengthMismatch(
+                f"{f.path}: {item.classes} classes but {loaded[0].file.path}: {loaded[0].classes}; expected the same "
+                "classes in every file of a series. Fix: assess the files separately."
+            )
+        loaded.append(item)
+    return loaded
