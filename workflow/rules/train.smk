@@ -23,7 +23,7 @@ rule train:
         train_pattern("results/benchmarks/train/{dataset}/seed{seed}.tsv")
     threads: 2
     resources:
-        mem_mb=lambda w: 3000 + 1000 * len(job_seeds(w)),
+        mem_mb=lambda w, attempt: attempt * (3000 + 1000 * len(job_seeds(w))),
         runtime=lambda w, attempt: attempt
         * int(30 + MINUTES_PER_EPOCH[w.dataset] * config["epochs"] * len(job_seeds(w))),
         gpu=gpus(),
