@@ -8,7 +8,7 @@ a block of shape (S, *shape in the nn.Module) — so seed s of any parameter is
   products (autograd's per-op overhead is most of a step at this size);
 * the CNN runs through autograd with grouped convolutions (group s = seed s)
   and batched matrix products for the dense layers;
-* Adam (Keras defaults) is five in-place passes over the flat buffers.
+* Adam (Keras defaults) is PyTorch's fused kernel over the flat buffer.
 
 Every seed sees only its own data and parameters, so S seeds trained together
 equal each seed trained alone, to float tolerance. Denormal floats are flushed
@@ -72,26 +72,36 @@ class StackedParameters:
 
 
 class FlatAdam:
-    """Adam on one flat tensor, the arithmetic of ``torch.optim.Adam`` (single-tensor path)."""
+    """Adam (Keras defaults) on the one flat parameter tensor.
+
+    It calls the kernel behind ``torch.optim.Adam(fused=True)`` directly: one
+    pass over the flat buffer, without the optimiser wrapper's per-step Python
+    work (≈140 µs, more than the kernel itself at the MLP's size).
+    """
 
     def __init__(self, params: torch.Tensor, lr=1e-3, betas=(0.9, 0.999), eps=1e-7):
         self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
         self.exp_avg = torch.zeros_like(params)
         self.exp_avg_sq = torch.zeros_like(params)
-        self.denom = torch.empty_like(params)
-        self.step_count = 0
+        self.steps = torch.zeros((), dtype=torch.float32, device=params.device)
+
+    @property
+    def step_count(self) -> int:
+        return int(self.steps.item())
+
+    def load_state(self, step: int, exp_avg: torch.Tensor, exp_avg_sq: torch.Tensor) -> None:
+        self.steps.fill_(float(step))
+        self.exp_avg.copy_(exp_avg)
+        self.exp_avg_sq.copy_(exp_avg_sq)
 
     @torch.no_grad()
     def step(self, grad: torch.Tensor) -> None:
-        beta1, beta2 = self.betas
-        self.step_count += 1
-        bias1 = 1 - beta1**self.step_count
-        bias2_sqrt = math.sqrt(1 - beta2**self.step_count)
-        self.exp_avg.lerp_(grad, 1 - beta1)
-        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        torch.sqrt(self.exp_avg_sq, out=self.denom)
-        self.denom.div_(bias2_sqrt).add_(self.eps)
-        self.params.addcdiv_(self.exp_avg, self.denom, value=-self.lr / bias1)
+        self.steps += 1
+        torch._fused_adam_(
+            [self.params], [grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps],
+            amsgrad=False, lr=self.lr, beta1=self.betas[0], beta2=self.betas[1],
+            weight_decay=0.0, eps=self.eps, maximize=False,
+        )
 
 
 def mlp_logits(p: dict[str, torch.Tensor], x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -117,15 +127,20 @@ def mlp_step(p: dict[str, torch.Tensor], g: dict[str, torch.Tensor], x: torch.Te
 
 
 def cnn_logits(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """Logits (S, B, 10) of the stacked CNN for x of shape (S, B, 3, 32, 32)."""
+    """Logits (S, B, 10) of the stacked CNN for x of shape (S, B, 3, 32, 32).
+
+    Channels-last layout (oneDNN's fast path for convolutions and pooling) and
+    ReLU after max-pooling (the same function, on a quarter of the values)
+    make a step ~1.5× faster on the CPU than the textbook NCHW order.
+    """
     s, b = x.shape[:2]
-    h = x.transpose(0, 1).reshape(b, s * 3, 32, 32)
-    for i, name in ((0, "0"), (1, "3"), (2, "6")):
+    h = x.transpose(0, 1).reshape(b, s * 3, 32, 32).contiguous(memory_format=torch.channels_last)
+    for i, name in enumerate(("0", "3", "6")):
         w = p[f"{name}.weight"]
-        h = F.conv2d(h, w.reshape(-1, *w.shape[2:]), p[f"{name}.bias"].reshape(-1), groups=s).relu_()
-        if i < 2:
-            h = F.max_pool2d(h, 2)
-    h = h.reshape(b, s, -1).transpose(0, 1)  # (S, B, 1024), per-seed (C, H, W) order as nn.Flatten
+        w = w.reshape(-1, *w.shape[2:]).contiguous(memory_format=torch.channels_last)
+        h = F.conv2d(h, w, p[f"{name}.bias"].reshape(-1), groups=s)
+        h = (F.max_pool2d(h, 2) if i < 2 else h).relu_()
+    h = h.contiguous().reshape(b, s, -1).transpose(0, 1)  # (S, B, 1024) in nn.Flatten's (C, H, W) order
     h = torch.baddbmm(p["9.bias"].unsqueeze(1), h, p["9.weight"].transpose(1, 2)).relu_()
     return torch.baddbmm(p["11.bias"].unsqueeze(1), h, p["11.weight"].transpose(1, 2))
 
@@ -186,6 +201,8 @@ class StackedTrainer:
         steps = {st["step"] for st in states}
         if len(steps) != 1:
             raise ValueError(f"seeds trained together must be at the same step (got {sorted(steps)})")
-        self.optimizer.step_count = steps.pop()
-        self.optimizer.exp_avg.copy_(self.params.stack_vectors([st["exp_avg"] for st in states]))
-        self.optimizer.exp_avg_sq.copy_(self.params.stack_vectors([st["exp_avg_sq"] for st in states]))
+        self.optimizer.load_state(
+            steps.pop(),
+            self.params.stack_vectors([st["exp_avg"] for st in states]),
+            self.params.stack_vectors([st["exp_avg_sq"] for st in states]),
+        )

@@ -148,6 +148,12 @@ def _resume(cfgs: list[TrainConfig], ckpt_dirs: list[Path]) -> tuple[int, list[d
     return start, states
 
 
+def epoch_order(x: torch.Tensor, y: torch.Tensor, shuffles: Sequence[torch.Generator]):
+    """Every seed's copy of the data in its own random order for this epoch: (S, N, …)."""
+    perms = torch.stack([torch.randperm(len(x), generator=g) for g in shuffles]).to(x.device)
+    return x[perms], y[perms]
+
+
 def train_epoch(trainer: StackedTrainer, x: torch.Tensor, y: torch.Tensor, shuffles: Sequence[torch.Generator],
                 batch_size: int, max_steps: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """One epoch (or its first ``max_steps`` steps) for every seed: (mean batch loss, accuracy) per seed.
@@ -157,8 +163,7 @@ def train_epoch(trainer: StackedTrainer, x: torch.Tensor, y: torch.Tensor, shuff
     leaves the device until the epoch ends.
     """
     n, s = len(x), len(shuffles)
-    perms = torch.stack([torch.randperm(n, generator=g) for g in shuffles]).to(x.device)
-    xs, ys = x[perms], y[perms]  # (S, N, …): each seed's epoch order
+    xs, ys = epoch_order(x, y, shuffles)
     loss_sum = torch.zeros(s, device=x.device)
     correct = torch.zeros(s, dtype=torch.long, device=x.device)
     steps = seen = 0
