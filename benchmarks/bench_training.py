@@ -90,8 +90,11 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
     import torch
     import torch.nn.functional as F
 
+    from trustcal.engine import flush_denormals_in_this_process
     from trustcal.models import build_model
 
+    if variant.startswith("engine"):
+        flush_denormals_in_this_process()  # as the training rule does, before any parallel op
     torch.set_num_threads(threads)
     n = SIZES[model][0]
     seeds = 5 if variant == "engine5" else 1

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from test_train import splits
 from trustcal.engine import StackedTrainer
 from trustcal.models import build_model
-from trustcal.train import TrainConfig, checkpoint_path, load_checkpoint, train, train_seeds
+from trustcal.train import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, train, train_seeds
 
 
 def reference_steps(dataset, seed, batches):
@@ -79,3 +79,16 @@ def test_one_epoch_on_the_gpu_matches_the_cpu(tmp_path, dataset):
     gpu = train(TrainConfig(dataset, seed=0, epochs=1, device="cuda"), data, tmp_path / "gpu")
     np.testing.assert_allclose(gpu["train_loss"], cpu["train_loss"], rtol=1e-3)
     np.testing.assert_allclose(gpu["val_loss"], cpu["val_loss"], rtol=1e-3)
+
+
+@pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
+def test_logits_files_equal_the_nn_module_forward(tmp_path, dataset):
+    data = splits(dataset, n_train=64)
+    train(TrainConfig(dataset, seed=0, epochs=1), data, tmp_path)
+    logits = compute_logits(checkpoint_path(tmp_path, 1), dataset, data)
+    model = build_model(dataset)
+    model.load_state_dict(load_checkpoint(checkpoint_path(tmp_path, 1))["model"])
+    with torch.no_grad():
+        want = model(torch.from_numpy(data["x_test"]).float() / 255).numpy()
+    np.testing.assert_allclose(logits["test_logits"], want, rtol=1e-4, atol=1e-5)
+    assert logits["test_labels"].tolist() == data["y_test"].tolist()

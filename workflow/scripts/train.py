@@ -2,6 +2,10 @@ from _common import run
 
 
 def main(sm):
+    from trustcal.engine import flush_denormals_in_this_process
+
+    flush_denormals_in_this_process()  # first, before PyTorch starts its worker threads
+
     from trustcal.stages import train_stage
 
     histories = sm.output.history

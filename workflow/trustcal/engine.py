@@ -28,9 +28,21 @@ import torch.nn.functional as F
 from .models import build_model
 
 
+def flush_denormals_in_this_process() -> None:
+    """Flush denormals to zero for the rest of the process, in every thread.
+
+    The CPU's mode is per thread and PyTorch does not pass it to its OpenMP
+    workers, but new threads inherit it: call this before the first parallel
+    operation (at the top of a training process), so the workers are created
+    with it. Otherwise Adam's moments, once they underflow, run ~30× slower
+    on the worker threads.
+    """
+    torch.set_flush_denormal(True)
+
+
 @contextlib.contextmanager
 def flushed_denormals() -> Iterator[None]:
-    """Flush denormal floats to zero inside the block, and restore the CPU's mode after it."""
+    """Flush denormal floats to zero inside the block (this thread), and restore the mode after it."""
     was_flushing = torch.tensor(1e-40).mul(1.0).item() == 0.0
     torch.set_flush_denormal(True)
     try:
@@ -145,6 +157,18 @@ def cnn_logits(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     return torch.baddbmm(p["11.bias"].unsqueeze(1), h, p["11.weight"].transpose(1, 2))
 
 
+@torch.no_grad()
+def stacked_logits(dataset: str, params: StackedParameters, x: torch.Tensor, batch_size: int = 1000) -> torch.Tensor:
+    """Logits (S, N, 10) of uint8 images x (N, …), scaled by 1/255 as in training, for every seed."""
+    p = params.views(params.flat.detach())
+    out = []
+    for i in range(0, len(x), batch_size):
+        xb = x[i : i + batch_size].to(params.flat.device).float().div_(255)
+        xb = xb.unsqueeze(0).expand(params.seeds, *xb.shape)
+        out.append(mlp_logits(p, xb.flatten(2))[1] if dataset == "mnist" else cnn_logits(p, xb))
+    return torch.cat(out, dim=1)
+
+
 class StackedTrainer:
     """One optimisation step and evaluation for S seeds of one architecture."""
 
@@ -173,19 +197,9 @@ class StackedTrainer:
         self.optimizer.step(self.grad)
         return loss.detach(), z
 
-    @torch.no_grad()
     def logits(self, x: torch.Tensor, batch_size: int = 1000) -> torch.Tensor:
         """Logits (S, N, 10) of the same uint8 images x (N, …) under every seed's parameters."""
-        s = self.params.seeds
-        out = []
-        for i in range(0, len(x), batch_size):
-            xb = x[i : i + batch_size].to(self.params.flat.device).float().div_(255)
-            xb = xb.unsqueeze(0).expand(s, *xb.shape)
-            if self.dataset == "mnist":
-                out.append(mlp_logits(self.p, xb.flatten(2))[1])
-            else:
-                out.append(cnn_logits(self.params.views(self.params.flat.detach()), xb))
-        return torch.cat(out, dim=1)
+        return stacked_logits(self.dataset, self.params, x, batch_size)
 
     def seed_checkpoint(self, s: int) -> tuple[dict, dict]:
         """(model state_dict, optimiser state) of seed ``s``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .engine import StackedTrainer, flushed_denormals
+from .engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
 from .io import TrustcalError, atomic_path
 from .models import build_model
 
@@ -71,8 +72,8 @@ def resolve_device(name: str) -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise TrustcalError(
             f"config 'device: {name}' but PyTorch sees no CUDA GPU (torch {torch.__version__}, "
-            "CUDA_VISIBLE_DEVICES=%s); use 'device: auto' or 'device: cpu', or run on a GPU node."
-            % (__import__("os").environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}); "
+            "use 'device: auto' or 'device: cpu', or run on a GPU node."
         )
     return torch.device(name)
 
@@ -127,15 +128,6 @@ def find_resume_point(ckpt_dir: Path, cfg: TrainConfig) -> dict | None:
             return None
         return state
     return None
-
-
-@torch.no_grad()
-def predict_logits(model: torch.nn.Module, x: torch.Tensor, batch_size: int = 1000) -> torch.Tensor:
-    """Logits of uint8 images ``x`` (scaled by 1/255 as in training), float32 on the CPU."""
-    model.eval()
-    device = next(model.parameters()).device
-    out = [model(x[i : i + batch_size].to(device).float().div_(255)) for i in range(0, len(x), batch_size)]
-    return torch.cat(out).float().cpu()
 
 
 def _resume(cfgs: list[TrainConfig], ckpt_dirs: list[Path]) -> tuple[int, list[dict | None]]:
@@ -260,25 +252,23 @@ def train(cfg: TrainConfig, data: dict[str, np.ndarray], ckpt_dir: str | Path) -
     return train_seeds([cfg], data, [ckpt_dir])[0]
 
 
-def model_from_checkpoint(path: str | Path, dataset: str, device: str = "cpu") -> torch.nn.Module:
-    state = load_checkpoint(path)
-    model = build_model(dataset)
-    try:
-        model.load_state_dict(state["model"])
-    except (KeyError, RuntimeError) as exc:
-        raise TrustcalError(
-            f"{path}: not a {dataset} checkpoint of this workflow ({exc}); rerun training "
-            "(snakemake --cores 2 --forcerun train)."
-        ) from None
-    return model.to(device)
-
-
 def compute_logits(ckpt_path: str | Path, dataset: str, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Validation and test logits of one checkpoint (the contract of ``logits/epochNNN.npz``)."""
-    model = model_from_checkpoint(ckpt_path, dataset)
+    """Validation and test logits of one checkpoint (the contract of ``logits/epochNNN.npz``).
+
+    The forward pass is the training engine's (one seed), the same function
+    that produced the validation loss in the history.
+    """
+    state = load_checkpoint(ckpt_path)
+    try:
+        params = StackedParameters(build_model(dataset), [state["model"]], torch.device("cpu"))
+    except (KeyError, RuntimeError, TypeError) as exc:
+        raise TrustcalError(
+            f"{ckpt_path}: not a {dataset} checkpoint of this workflow ({type(exc).__name__}: {exc}); "
+            "rerun training (snakemake --cores 2 --forcerun train)."
+        ) from None
     return dict(
-        val_logits=predict_logits(model, torch.from_numpy(data["x_val"])).numpy(),
+        val_logits=stacked_logits(dataset, params, torch.from_numpy(data["x_val"]))[0].numpy(),
         val_labels=data["y_val"].astype(np.int64),
-        test_logits=predict_logits(model, torch.from_numpy(data["x_test"])).numpy(),
+        test_logits=stacked_logits(dataset, params, torch.from_numpy(data["x_test"]))[0].numpy(),
         test_labels=data["y_test"].astype(np.int64),
     )
