@@ -13,7 +13,7 @@ reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 10
 test: $(VENV)/.installed-test  ## the test suite
 	$(BIN)/python -m pytest
 
-benchmark: $(VENV)/.installed  ## training-speed benchmark (benchmarks/README.md)
+benchmark: $(VENV)/.installed  ## training-speed benchmark (README: Training speed)
 	$(BIN)/python benchmarks/bench_training.py
 
 $(VENV)/bin/python:
