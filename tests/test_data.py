@@ -108,6 +108,7 @@ def test_corrupt_archive_is_deleted_and_fetched_once_more(tmp_path, offline):
         data.download("mnist", tmp_path)
     assert not bad.exists()
     assert len([u for u in offline if u.endswith("train-images-idx3-ubyte.gz")]) >= 1
+    assert f"deleted archive(s) with a wrong checksum: {bad}" in str(err.value)
 
 
 def test_files_already_present_are_used_without_network(tiny_data, offline):

@@ -75,7 +75,7 @@ def test_same_seed_same_checkpoints_and_resume_is_bit_for_bit(tmp_path):
     la = compute_logits(checkpoint_path(tmp_path / "straight", 4), "mnist", data)
     lb = compute_logits(checkpoint_path(tmp_path / "resumed", 4), "mnist", data)
     assert np.array_equal(la["test_logits"], lb["test_logits"])
-    other = train(TrainConfig("mnist", seed=4, epochs=1), data, tmp_path / "other")
+    train(TrainConfig("mnist", seed=4, epochs=1), data, tmp_path / "other")
     assert not states_equal(
         load_checkpoint(checkpoint_path(tmp_path / "other", 1))["model"],
         load_checkpoint(checkpoint_path(tmp_path / "straight", 1))["model"],

@@ -1,7 +1,6 @@
 """Trust opinions (SPEC §3) on cases small enough to compute by hand."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from trustcal.opinions import Opinion, cumulative_fusion, opinion_from_evidence

@@ -84,6 +84,11 @@ def test_changing_a_trust_parameter_reruns_only_trust_and_figures(copy_of):
     assert set(plan) - {"verdict"} == {"trust", "figures", "all"}, plan
 
 
+def test_changing_a_metric_parameter_reruns_only_scores_and_their_figures(copy_of):
+    plan = planned_jobs(copy_of, "--config", "metrics={geo_eps: 0.02}")
+    assert set(plan) == {"scores", "metric_figures", "all"}, plan
+
+
 def test_raising_epochs_trains_only_the_new_epoch(copy_of):
     ckpts = copy_of / "results" / "mnist" / "seed0" / "checkpoints"
     before = {p.name: p.stat().st_mtime_ns for p in ckpts.glob("*.pt")}

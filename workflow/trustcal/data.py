@@ -105,6 +105,7 @@ def download(
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     cls = _torchvision_class(dataset, verify_checksums)
+    deleted: list[str] = []
     for attempt in (1, 2):
         try:
             for train in (True, False):
@@ -112,6 +113,7 @@ def download(
             break
         except Exception as exc:  # torchvision raises RuntimeError, URLError, OSError …
             corrupt = _delete_corrupt_archives(dataset, data_dir)
+            deleted += corrupt
             if attempt == 1 and corrupt and allow_download:
                 log.warning("deleted corrupt archive(s) %s; fetching once more", corrupt)
                 continue
@@ -120,8 +122,8 @@ def download(
                 if not allow_download
                 else f"{type(exc).__name__}: {exc}"
             )
-            if corrupt:
-                reason += f"; deleted archive(s) with a wrong checksum: {', '.join(corrupt)}"
+            if deleted:
+                reason += f"; deleted archive(s) with a wrong checksum: {', '.join(deleted)}"
             raise DatasetUnavailable(
                 f"{dataset}: the dataset files are missing from {data_dir} and could not be "
                 f"fetched ({reason}).\n{manual_instructions(dataset, data_dir)}"

@@ -7,7 +7,6 @@ logits are what temperature scaling needs.
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 INITS = ("glorot", "torch")
