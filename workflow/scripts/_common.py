@@ -17,20 +17,30 @@ if str(WORKFLOW_DIR) not in sys.path:
 from trustcal.io import TrustcalError  # noqa: E402
 
 
-def run(snakemake, main) -> None:
+def run(snakemake, main, progress: bool = False) -> None:
     """Run ``main(snakemake)`` with logging to the rule's log file.
 
-    A :class:`TrustcalError` ends the job with its message (no traceback) on
-    the terminal and in the log; anything else is logged with its traceback.
+    ``progress``: also show the log on the terminal (long jobs, e.g. one line
+    per training epoch). A :class:`TrustcalError` ends the job with its
+    message (no traceback) on the terminal and in the log; anything else is
+    logged with its traceback.
     """
     log_file = snakemake.log[0]
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    handlers = [logging.FileHandler(log_file, mode="w")]
+    if progress:
+        terminal = logging.StreamHandler(sys.stderr)
+        where = ", ".join(f"{k}={v}" for k, v in snakemake.wildcards.items())
+        terminal.setFormatter(logging.Formatter(f"[{snakemake.rule} {where}] %(message)s"))
+        handlers.append(terminal)
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        handlers=[logging.FileHandler(log_file, mode="w")],
+        handlers=handlers,
         force=True,
     )
+    for handler in handlers[1:]:
+        handler.addFilter(lambda record: record.name.startswith("trustcal"))
     logging.captureWarnings(True)
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting chatter
     try:

@@ -16,4 +16,4 @@ def main(sm):
     )
 
 
-run(snakemake, main)  # noqa: F821
+run(snakemake, main, progress=True)  # noqa: F821
