@@ -5,7 +5,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from trustcal.config import ConfigError, validate_config
-from trustcal.data import raw_files
 
 try:
     config.update(validate_config(config))

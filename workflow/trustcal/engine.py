@@ -178,27 +178,26 @@ class StackedTrainer:
     def __init__(self, dataset: str, states: Sequence[dict], device: torch.device, lr, betas, eps):
         self.dataset = dataset
         self.params = StackedParameters(build_model(dataset), states, device)
-        self.grad = torch.zeros_like(self.params.flat)
-        self.p = self.params.views()
-        self.g = self.params.views(self.grad)
         self.optimizer = FlatAdam(self.params.flat, lr, betas, eps)
-        if dataset == "cifar10":
+        if dataset == "mnist":  # the hand-written backward writes into views of one gradient buffer
+            self.grad = torch.zeros_like(self.params.flat)
+            self.p, self.g = self.params.views(), self.params.views(self.grad)
+        else:  # autograd accumulates into the flat leaf's .grad through its views
             self.params.flat.requires_grad_(True)
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One Adam step on x (S, B, …) float in [0, 1]; returns (loss per seed, logits)."""
         if self.dataset == "mnist":
             loss, z = mlp_step(self.p, self.g, x, y)
-        else:
-            flat = self.params.flat
-            z = cnn_logits(self.params.views(flat), x)
-            loss = F.cross_entropy(z.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
-            flat.grad = None
-            loss.sum().backward()
-            self.grad = flat.grad
-            z = z.detach()
-        self.optimizer.step(self.grad)
-        return loss.detach(), z
+            self.optimizer.step(self.grad)
+            return loss, z
+        flat = self.params.flat
+        z = cnn_logits(self.params.views(flat), x)
+        loss = F.cross_entropy(z.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
+        flat.grad = None
+        loss.sum().backward()
+        self.optimizer.step(flat.grad)
+        return loss.detach(), z.detach()
 
     def logits(self, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
         """Logits (S, N, 10) of the same uint8 images x (N, …) under every seed's parameters."""
