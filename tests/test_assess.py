@@ -588,3 +588,32 @@ def test_fuzz_any_arrays_and_bytes(tmp_path, arrays, name, blob):
         path.write_bytes(blob)
     np.save(tmp_path / "labels.npy", np.arange(3))
     _assess_or_documented_error(path, labels=str(tmp_path / "labels.npy") if name == "f.npy" else None)
+
+
+class _Payload:
+    """Pickles as a call to os.system: what a crafted loss_history.npy could hide."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_loss_history_pickle_is_read_without_running_code(tmp_path):
+    from trustcal.assess import read_history
+
+    # the author's layout: a dict of lists, here of numpy scalars (another global the pickle names)
+    good = tmp_path / "loss_history.npy"
+    np.save(good, {"train": [np.float64(0.5), np.float64(0.25)], "val": [0.75, 0.5]}, allow_pickle=True)
+    h = read_history(good)
+    assert h[["epoch", "train_loss", "val_loss"]].values.tolist() == [[1, 0.5, 0.75], [2, 0.25, 0.5]]
+
+    marker = tmp_path / "ran"
+    bad = tmp_path / "crafted.npy"
+    np.save(bad, {"train": _Payload(marker), "val": [0.1]}, allow_pickle=True)
+    with pytest.raises(TrustcalError, match=r"crafted\.npy: not a loss history .*system.*never needs"):
+        read_history(bad)
+    assert not marker.exists(), "the pickle's code must not run"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 import warnings as pywarnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -101,15 +102,45 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, *, t_min=0.01, t_max=10
     return preds, calibration
 
 
+# What a pickled loss history may name: numpy's array reconstruction, nothing else.
+# np.load(allow_pickle=True) would run whatever code a crafted file names.
+_HISTORY_PICKLE_GLOBALS = {
+    (module, name)
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray")
+    for name in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype")}
+
+
+class _HistoryUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _HISTORY_PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which a loss history never needs; not loaded")
+        return super().find_class(module, name)
+
+
+def _load_pickled_npy(data: bytes):
+    """The object in a ``.npy`` file written by ``np.save`` of a Python object, unpickled with numpy's types only."""
+    f = io.BytesIO(data)
+    version = np.lib.format.read_magic(f)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f".npy format version {version} (expected 1.0 or 2.0, as np.save writes)")
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    _, _, dtype = read_header(f)
+    if dtype != object:
+        return np.lib.format.read_array(f)
+    obj = _HistoryUnpickler(f).load()
+    return obj.item() if isinstance(obj, np.ndarray) and obj.shape == () else obj
+
+
 def read_history(path: str | Path) -> pd.DataFrame:
     """Training history for the loss figure: a CSV with ``epoch, train_loss, val_loss``, or the author's
-    ``loss_history.npy`` (a pickled dict ``{'train': [...], 'val': [...]}``; only load pickles you trust)."""
+    ``loss_history.npy`` (a pickled dict ``{'train': [...], 'val': [...]}``). A pickle is read with numpy's
+    array types only, so a crafted file cannot run code."""
     path = Path(path)
     data = read_bytes(path)
     if data[:6] == b"\x93NUMPY":
         try:
-            obj = np.load(io.BytesIO(data), allow_pickle=True)
-            obj = obj.item() if obj.dtype == object and obj.shape == () else obj
+            obj = _load_pickled_npy(data)
             df = pd.DataFrame({"train_loss": np.asarray(obj["train"], float), "val_loss": np.asarray(obj["val"], float)})
         except Exception as exc:
             raise UnreadableFile(

@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rows must sum to 1 within this (default: %(default)g)")
     g.add_argument("--renormalize", action="store_true", help="divide rows that do not sum to 1 by their sum (with a warning)")
     g.add_argument("--history", metavar="FILE", help="training history for the loss figure: CSV epoch,train_loss,val_loss "
-                   "or a pickled {'train','val'} .npy (loaded with pickle: only files you trust)")
+                   "or a pickled {'train','val'} .npy (unpickled with numpy's array types only; a file naming anything else is refused)")
 
     g = a.add_argument_group("trust opinion (paper §5, SPEC §3; defaults: the paper's)")
     g.add_argument("--clusters", type=_positive_int, default=tp.clusters, metavar="M", help="probability clusters per class (default: %(default)s)")
