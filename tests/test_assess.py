@@ -8,6 +8,7 @@ one) and the fix, leave no output behind, and never show a traceback.
 
 import gzip
 import io
+import json
 import math
 import re
 import shutil
@@ -73,7 +74,7 @@ def good(tmp_path):
 @pytest.fixture(scope="module")
 def author_mnist(tmp_path_factory):
     out = tmp_path_factory.mktemp("author") / "out"
-    code, stdout, stderr = run("assess", MNIST_PRED, "--out", out, "--history", MNIST_PRED / "loss_history.npy")
+    code, stdout, stderr = run("assess", MNIST_PRED, "--out", out)  # loss_history.npy is found beside the files
     return code, stdout, stderr, out
 
 
@@ -91,14 +92,15 @@ def test_author_mnist_series_is_assessed_end_to_end(author_mnist):
         assert len(pd.read_csv(out / f"{name}.csv")) > 0, name
     for ext in ("png", "pdf"):
         assert (out / "figures" / f"trust_grid.{ext}").stat().st_size > 10_000
-    # with the author's loss history, every figure but the temperature one (these files hold no logits)
+    # with the author's loss history (found in the folder), every figure but the temperature one (no logits here)
     drawn = {p.stem for p in (out / "figures").glob("*.png")}
     assert {"trust_grid", "loss_curves", "reliability", "trust_spectrum", "network_opinion"} <= drawn
-    assert "figures not drawn (need a series of epochs, --history or validation data): calibration_metrics" in stdout
+    assert "figures not drawn (need a series of epochs, a training history or validation data): calibration_metrics" in stdout
     # one screen: a line per epoch, both states side by side, and nothing on stderr (no warnings)
     assert len(stdout.splitlines()) < 40
     assert re.search(r"^\s+100\s+0\.9806\s", stdout, re.M) and "after calibration" in stdout
-    assert "loss_history.npy" in stdout  # skipped, and said so
+    assert f"training history: {MNIST_PRED / 'loss_history.npy'}" in stdout and "skipped" not in stdout
+    assert json.loads((out / "assess.json").read_text())["history"] == str(MNIST_PRED / "loss_history.npy")
     assert stderr == "" and (out / "warnings.txt").read_text() == ""
     # accuracy of the author's epoch-1 file, computed independently
     df = pd.read_csv(MNIST_PRED / "bef_1.csv.gz")
@@ -617,3 +619,21 @@ def test_loss_history_pickle_is_read_without_running_code(tmp_path):
     with pytest.raises(TrustcalError, match=r"crafted\.npy: not a loss history .*system.*never needs"):
         read_history(bad)
     assert not marker.exists(), "the pickle's code must not run"
+
+
+def test_history_beside_a_series_is_used_unless_another_is_given(tmp_path):
+    series = tmp_path / "series"
+    series.mkdir()
+    for e in (1, 2):
+        probs, labels, _ = random_probs(40, 3, seed=e)
+        write_csv(series / f"bef_{e}.csv", probs, labels)
+    pd.DataFrame({"epoch": [1, 2], "train_loss": [0.9, 0.5], "val_loss": [1.0, 0.8]}).to_csv(series / "history.csv", index=False)
+    (series / "notes.txt").write_text("no epoch here")
+    a = assess(series)
+    assert a.history_file == series / "history.csv" and a.history["val_loss"].tolist() == [1.0, 0.8]
+    assert [p.name for p in a.skipped] == ["notes.txt"]
+    other = tmp_path / "other.csv"
+    pd.DataFrame({"epoch": [1, 2], "train_loss": [0.3, 0.2], "val_loss": [0.4, 0.6]}).to_csv(other, index=False)
+    a = assess(series, history=other)
+    assert a.history_file == other and a.history["val_loss"].tolist() == [0.4, 0.6]
+    assert sorted(p.name for p in a.skipped) == ["history.csv", "notes.txt"]

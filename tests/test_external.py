@@ -2,6 +2,7 @@
 
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -42,6 +43,7 @@ def test_external_set_gets_the_workflow_tables_and_figures(workdir):
         assert (out / f"{name}.csv").stat().st_size > 0
     for ext in ("png", "pdf"):
         assert (out / "figures" / f"trust_grid.{ext}").stat().st_size > 10_000
+        assert (out / "figures" / f"loss_curves.{ext}").exists()  # the loss_history.npy beside the predictions
     assert (out / "warnings.txt").read_text() == ""
     log = (workdir / "results" / "logs" / "external" / "author_mnist.log").read_text()
     assert "0.9587" in log and "after calibration" in log  # the summary, epoch-1 accuracy
@@ -54,6 +56,10 @@ def test_external_set_is_up_to_date_and_reruns_when_a_file_changes(workdir, tmp_
     assert planned_jobs(workdir, *TARGETS) == {}
     copy = tmp_path / "copy"
     shutil.copytree(workdir, copy, symlinks=True)
+    history = copy / "preds" / "loss_history.npy"  # found beside the predictions: an input too
+    history.chmod(0o644)
+    np.save(history, {"train": [0.5, 0.4], "val": [0.6, 0.7]}, allow_pickle=True)
+    assert planned_jobs(copy, *TARGETS) == {"external": 1}
     shutil.copy(AUTHOR_PREDICTIONS / "MNIST_PRED" / "bef_3.csv.gz", copy / "preds" / "bef_3.csv.gz")
     plan = planned_jobs(copy)  # the default target: our own runs and the external set
     assert plan["external"] == 1 and plan["train"] == 1

@@ -109,16 +109,17 @@ EXTERNAL = config["external"]
 
 def external_files(name):
     """The files an external set reads: its predictions, and its labels/validation/history files."""
-    from trustcal.external import ReadOptions, discover
+    from trustcal.external import ReadOptions, discover, history_beside
     from trustcal.io import TrustcalError
 
     entry = EXTERNAL[name]
     options = {k: v for k, v in entry.items() if k not in ("path", "history", "title")}
     try:
-        files, _ = discover([entry["path"]], ReadOptions(**options))
+        files, skipped = discover([entry["path"]], ReadOptions(**options))
     except TrustcalError as exc:
         raise WorkflowError(f"config.yaml: external.{name}: {exc}") from None
-    return [str(f.path) for f in files] + [entry[k] for k in ("labels", "validation", "history") if entry.get(k)]
+    history = entry.get("history") or history_beside(skipped)
+    return [str(f.path) for f in files] + [str(p) for p in (entry.get("labels"), entry.get("validation"), history) if p]
 
 
 EXTERNAL_FILES = {name: external_files(name) for name in EXTERNAL}

@@ -29,7 +29,7 @@ from . import __version__
 from .calibration import softmax
 from .external import (
     ColumnError, InputWarning, Loaded, PredictionError, PredictionFile, ReadOptions, SeriesError, UnreadableFile,
-    Warn, discover, load_series, read_bytes,
+    Warn, discover, history_beside, load_series, read_bytes,
 )
 from .io import atomic_directory, write_csv
 from .stages import CALIBRATION_COLUMNS, calibration_row
@@ -50,6 +50,7 @@ class Assessment:
     classes: int
     samples: list[int]
     history: pd.DataFrame | None = None
+    history_file: Path | None = None
     clusters: int = TrustParams().clusters
     ece_bins: int = MetricParams().ece_bins[0]
     figures: list[str] = field(default_factory=list)
@@ -180,6 +181,9 @@ def assess(
             f"--validation {read.validation}: applies to a single prediction file, but {len(files)} were given. "
             "Fix: for a series, save val_logits and val_labels in each epoch's .npz file."
         )
+    if history is None:  # a history file in a prediction directory is used, and said so
+        history = history_beside(skipped)
+        skipped = [p for p in skipped if p != history]
     history_table = read_history(history) if history else None
     loaded = load_series(files, read, warnings.append)
     preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max)
@@ -188,7 +192,7 @@ def assess(
         tables["calibration"] = calibration
     return Assessment(
         files, skipped, tables, warnings, loaded[0].classes, sorted({len(x.labels) for x in loaded}),
-        history_table, trust.clusters, metrics.ece_bins[0],
+        history_table, Path(history) if history else None, trust.clusters, metrics.ece_bins[0],
     )
 
 
@@ -204,19 +208,17 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
     """(name, draw(paths)) for every figure of figures.FIGURES the tables allow, and the names left out.
 
     Figures that need the training history (the loss curves, and those showing the first, best-validation
-    and last epochs) are drawn only with --history; those with the epoch on the x axis only for a series.
+    and last epochs) are drawn only with a history (--history, or one found in a prediction directory by
+    :func:`external.history_beside`); those with the epoch on the x axis only for a series.
     """
     from . import figures
 
     series = a.tables["trust"]["epoch"].nunique() >= 2
-    registry = getattr(figures, "FIGURES", None)
-    if registry is None or not hasattr(figures, "draw"):  # an older figures module: the paper's trust grid only
-        return ([("trust_grid", lambda paths: figures.trust_grid(a.tables["trust"], title, paths))] if series else []), []
     tables = dict(a.tables)
     if a.history is not None:
         tables["history"] = a.history
     jobs, left_out = [], []
-    for name, (needs, _) in registry.items():
+    for name, (needs, _) in figures.FIGURES.items():
         if (name in SERIES_FIGURES and not series) or not all(t in tables for t in needs):
             left_out.append(name)
         else:
@@ -301,11 +303,13 @@ def format_summary(a: Assessment) -> str:
     if "calibration" in a.tables:
         t = a.tables["calibration"]["temperature"]
         head.append(f"temperature scaling fitted on the validation data: T = {t.min():.3g} … {t.max():.3g}")
+    if a.history_file is not None:
+        head.append(f"training history: {a.history_file}")
     if a.skipped:
         head.append(f"skipped (no epoch number in the name): {', '.join(p.name for p in a.skipped)}")
     foot = [f"ECE: top-label, {a.ece_bins} bins; NTS: NetTrustScore; b, d, u: network trust opinion (belief, disbelief, uncertainty)"]
     if a.figures_left_out:
-        why = "need a series of epochs, --history or validation data"
+        why = "need a series of epochs, a training history or validation data"
         foot.append(f"figures not drawn ({why}): {', '.join(a.figures_left_out)}")
     foot += [
         f"{len(a.warnings)} warning{'s' if len(a.warnings) != 1 else ''}" + (" (warnings.txt)" if a.warnings else ""),
@@ -330,6 +334,7 @@ def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = Tr
         trustcal_version=__version__,
         files=[dict(path=str(f.path), epoch=f.epoch, calibrated=f.calibrated) for f in a.files],
         skipped=[str(p) for p in a.skipped],
+        history=str(a.history_file) if a.history_file else None,
         tables=[f"{n}.csv" for n in a.tables], figures=a.figures, warnings=len(a.warnings),
         **(meta or {}),
     )
@@ -361,7 +366,7 @@ def assess_to_dir(
         a = assess(sources, read, trust, metrics, sweep, t_min=t_min, t_max=t_max, history=history)
         meta = dict(
             sources=sources, read_options=asdict(read), trust=asdict(trust), metrics=asdict(metrics),
-            sweep=asdict(sweep) if sweep else None, t_min=t_min, t_max=t_max, history=history,
+            sweep=asdict(sweep) if sweep else None, t_min=t_min, t_max=t_max,
         )
         write_assessment(a, tmp, title=title or default_title(sources), figures=figures, meta=meta)
     return a

@@ -47,15 +47,17 @@ epoch series:
   epoch, and a word before/bef/uncalibrated or after/aft/calibrated anywhere in
   the name is the state (no word: before calibration). bef_10.csv.gz,
   aft_10.csv.gz, epoch010.npz, run3_epoch_7_after.csv all work; files of a
-  directory without a number are skipped. Override with --name-pattern, a
-  regular expression with a group (?P<epoch>...) and optionally (?P<state>...).
+  directory without a number are skipped, except a training history there
+  (loss_history.npy or history.csv), which is used as --history would use it.
+  Override with --name-pattern, a regular expression with a group
+  (?P<epoch>...) and optionally (?P<state>...).
   A single file without a number is epoch 0.
 
 output (--out DIR, replaced whole only when everything succeeded):
   trust.csv, dynamic_trust.csv, trust_sweep.csv, scores.csv, trust_spectrum.csv,
   reliability.csv, trust_density.csv (the workflow's tables; the input files are
   the test split), calibration.csv (when temperature scaling was fitted),
-  figures/ (trust_grid for a series, loss_curves with --history),
+  figures/ (trust_grid for a series, loss_curves with a history),
   summary.txt, warnings.txt, assess.json (inputs and parameters).
 
 examples:

@@ -32,7 +32,7 @@ import re
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -205,6 +205,17 @@ def _is_prediction_name(name: str) -> bool:
     name = name.lower()
     name = name[:-3] if name.endswith(".gz") else name
     return name.endswith(PRED_SUFFIXES)
+
+
+# A training history in a prediction directory is used without --history:
+# the author's pickled losses, or the workflow's own history table.
+HISTORY_NAMES = ("loss_history.npy", "history.csv")
+
+
+def history_beside(skipped: Sequence[Path]) -> Path | None:
+    """The training history among the files :func:`discover` skipped in a directory, if exactly one."""
+    found = [p for p in skipped if p.name in HISTORY_NAMES]
+    return found[0] if len(found) == 1 else None
 
 
 def discover(sources, opts: ReadOptions = ReadOptions()) -> tuple[list[PredictionFile], list[Path]]:
