@@ -20,16 +20,22 @@ Variants
               a per-epoch permutation), no DataLoader
   engine      trustcal's training engine (trustcal.train.train_epoch), one seed
   engine5     the engine with five seeds trained together
+  engine-malloc, engine5-malloc
+              the same with glibc's default malloc settings, i.e. without
+              trustcal.engine.keep_freed_memory_in_process (not run by default;
+              name them with --variants to measure what that setting gives)
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,14 +96,16 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from trustcal.engine import flush_denormals_in_this_process
+    from trustcal.engine import flush_denormals_in_this_process, keep_freed_memory_in_process
     from trustcal.models import build_model
 
-    if variant.startswith("engine"):
-        flush_denormals_in_this_process()  # as the training rule does, before any parallel op
+    if variant.startswith("engine"):  # as the training rule does, before any parallel op
+        flush_denormals_in_this_process()
+        if not variant.endswith("-malloc"):
+            keep_freed_memory_in_process()
     torch.set_num_threads(threads)
     n = SIZES[model][0]
-    seeds = 5 if variant == "engine5" else 1
+    seeds = 5 if variant.startswith("engine5") else 1
     torch.manual_seed(0)
 
     if variant == "dataloader":
@@ -108,6 +116,7 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
         from trustcal.synthetic import write_cifar10, write_mnist
 
         root = tempfile.mkdtemp(prefix="bench-")
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
         if model == "mnist":
             write_mnist(root, n_train=n, n_test=10)
             ds = tvd.MNIST(root, train=True, transform=ToTensor())
@@ -217,7 +226,7 @@ def main(argv=None) -> None:
             row["frac_of_sgemm"] = row["gflops"] / sgemm
             row["sgemm_gflops"] = sgemm
             rows.append(row)
-            print(f"{model:8s} {variant:10s} seeds {row['seeds']}: {row['ms_per_step']:7.2f} ms/step "
+            print(f"{model:8s} {variant:14s} seeds {row['seeds']}: {row['ms_per_step']:7.2f} ms/step "
                   f"{row['s_per_epoch']:7.1f} s/epoch  {row['gflops']:6.1f} GFLOP/s "
                   f"({100 * row['frac_of_sgemm']:4.1f} % of sgemm)  peak {row['peak_mem_mb']:6.0f} MB", flush=True)
     df = pd.DataFrame(rows)
@@ -228,6 +237,10 @@ def main(argv=None) -> None:
                   f"({t['dataloader'] / t['engine']:.1f}× faster)")
         if {"engine", "engine5"} <= set(t.index):
             print(f"{model}: 5 seeds together / 1 seed time per step = {t['engine5'] / t['engine']:.2f}")
+        for v in ("engine", "engine5"):
+            if {v, f"{v}-malloc"} <= set(t.index):
+                print(f"{model}: {v} with freed memory kept / with glibc's defaults = "
+                      f"{t[v] / t[f'{v}-malloc']:.3f} ({t[f'{v}-malloc'] / t[v]:.2f}× faster)")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out, index=False)
     print(f"written {args.out}")

@@ -4,7 +4,10 @@ from _common import run
 def main(sm):
     import torch
 
+    from trustcal.engine import keep_freed_memory_in_process
     from trustcal.stages import logits_stage
+
+    keep_freed_memory_in_process()
 
     torch.set_num_threads(sm.threads)
     logits_stage(sm.wildcards.dataset, sm.input.splits, sm.params.checkpoint_dir, sm.output)

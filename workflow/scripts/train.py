@@ -2,9 +2,10 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.engine import flush_denormals_in_this_process
+    from trustcal.engine import flush_denormals_in_this_process, keep_freed_memory_in_process
 
     flush_denormals_in_this_process()  # first, before PyTorch starts its worker threads
+    keep_freed_memory_in_process()
 
     from trustcal.stages import train_stage
 
