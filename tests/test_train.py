@@ -108,6 +108,53 @@ def test_checkpoints_of_another_configuration_are_not_reused(tmp_path, caplog):
     assert list(h["epoch"]) == [1, 2]
 
 
+def test_checkpoints_trained_on_other_data_are_not_reused(tmp_path, caplog):
+    """Synthetic files replaced by the real archives (or another validation split): train again."""
+    synthetic, real = splits("mnist"), splits("mnist")
+    real["x_train"] = 255 - real["x_train"]
+    train(TrainConfig("mnist", seed=0, epochs=2), synthetic, tmp_path / "run")
+    with caplog.at_level(logging.WARNING, logger="trustcal.train"):
+        h = train(TrainConfig("mnist", seed=0, epochs=2), real, tmp_path / "run")
+    assert "training afresh" in caplog.text and "data '" in caplog.text
+    assert list(h["epoch"]) == [1, 2]
+    train(TrainConfig("mnist", seed=0, epochs=2), real, tmp_path / "straight")
+    assert states_equal(
+        load_checkpoint(checkpoint_path(tmp_path / "run", 2))["model"],
+        load_checkpoint(checkpoint_path(tmp_path / "straight", 2))["model"],
+    )
+
+
+@pytest.mark.parametrize("seeds", [[0], [0, 1]])
+def test_validation_logits_are_those_training_computed(tmp_path, monkeypatch, seeds):
+    """Training saves each epoch's validation logits; the logits stage reuses them (one forward pass fewer)."""
+    import trustcal.train as train_module
+
+    data = splits("cifar10", n_train=64)
+    train_module.train_seeds(
+        [TrainConfig("cifar10", seed=s, epochs=1) for s in seeds], data, [tmp_path / f"seed{s}" for s in seeds]
+    )
+    calls = []
+    real_forward = train_module.stacked_logits
+    monkeypatch.setattr(train_module, "stacked_logits", lambda *a, **k: calls.append(a) or real_forward(*a, **k))
+    for s in seeds:
+        ckpt = checkpoint_path(tmp_path / f"seed{s}", 1)
+        logits = compute_logits(ckpt, "cifar10", data)
+        assert len(calls) == 1  # the test set only
+        calls.clear()
+        state = load_checkpoint(ckpt)
+        val_nll = torch.nn.functional.cross_entropy(torch.from_numpy(logits["val_logits"]), torch.from_numpy(data["y_val"]))
+        assert val_nll.item() == pytest.approx(state["history"][-1]["val_loss"], rel=1e-6)
+        # equal, to float tolerance, to a fresh forward pass of this seed alone
+        del state["val_logits"]
+        torch.save(state, tmp_path / "old.pt")  # a checkpoint without them: computed
+        recomputed = compute_logits(tmp_path / "old.pt", "cifar10", data)
+        assert len(calls) == 2
+        calls.clear()
+        np.testing.assert_allclose(logits["val_logits"], recomputed["val_logits"], rtol=1e-4, atol=1e-5)
+        if len(seeds) == 1:
+            assert np.array_equal(logits["val_logits"], recomputed["val_logits"])
+
+
 def test_truncated_checkpoint_is_reported_with_the_fix(tmp_path):
     data = splits("mnist")
     train(TrainConfig("mnist", seed=0, epochs=1), data, tmp_path)

@@ -10,6 +10,7 @@ thread count) where an uninterrupted one would be.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import re
@@ -46,12 +47,15 @@ class TrainConfig:
     device: str = "auto"
     threads: int = 1
     seed_group: tuple[int, ...] = ()  # the seeds trained together with this one, if any
+    data: str = ""  # digest of the training and validation arrays (set by train_seeds)
 
     def fingerprint(self) -> dict:
         """What makes checkpoints of two runs interchangeable (not epochs, device, threads).
 
         Seeds trained together agree with a seed trained alone only to float
-        tolerance, so the group is part of it: resuming stays bit for bit.
+        tolerance, so the group is part of it: resuming stays bit for bit. So
+        is the data: checkpoints trained on other images (synthetic files
+        replaced by the real archives, another validation split) are stale.
         """
         d = dataclasses.asdict(self)
         for key in ("epochs", "device", "threads"):
@@ -60,6 +64,16 @@ class TrainConfig:
         d["seed_group"] = list(d["seed_group"])
         d["engine"] = ENGINE_VERSION
         return d
+
+
+def data_digest(data: dict[str, np.ndarray]) -> str:
+    """A short digest of what training sees: the training and validation arrays, their shapes and types."""
+    h = hashlib.blake2b(digest_size=12)
+    for key in ("x_train", "y_train", "x_val", "y_val"):
+        a = np.ascontiguousarray(data[key])
+        h.update(f"{key}:{a.dtype.str}:{a.shape};".encode())
+        h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
 
 
 def resolve_device(name: str) -> torch.device:
@@ -119,9 +133,11 @@ def find_resume_point(ckpt_dir: Path, cfg: TrainConfig) -> dict | None:
             path.unlink()
             continue
         if state.get("fingerprint") != cfg.fingerprint():
+            old, new = state.get("fingerprint") or {}, cfg.fingerprint()
+            changed = ", ".join(f"{k} {old.get(k)!r} → {new.get(k)!r}" for k in new if old.get(k) != new.get(k))
             log.warning(
-                "checkpoints in %s were trained with %s, not %s: removing them and training afresh",
-                ckpt_dir, state.get("fingerprint"), cfg.fingerprint(),
+                "checkpoints in %s were trained under another configuration (%s): removing them and training afresh",
+                ckpt_dir, changed,
             )
             for e in epochs:
                 checkpoint_path(ckpt_dir, e).unlink(missing_ok=True)
@@ -189,7 +205,8 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
     Each seed keeps its own initialisation, shuffling generator, checkpoints
     and history, so its result equals training it alone (to float tolerance).
     """
-    cfgs = list(cfgs)
+    digest = data_digest(data)
+    cfgs = [dataclasses.replace(c, data=digest) for c in cfgs]
     if len({dataclasses.replace(c, seed=0, seed_group=()) for c in cfgs}) != 1:
         raise ValueError("seeds trained together must share every setting but the seed")
     if len(cfgs) > 1:
@@ -246,6 +263,7 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
                     dict(
                         epoch=epoch, model=model_state, optimizer=opt_state, shuffle_rng=shuffles[s].get_state(),
                         history=list(hist), fingerprint=c.fingerprint(), torch_version=torch.__version__,
+                        val_logits=val_logits[s].detach().cpu().clone(),  # clone: not the whole (S, N, 10) storage
                     ),
                     tmp,
                 )
@@ -268,8 +286,10 @@ def train(cfg: TrainConfig, data: dict[str, np.ndarray], ckpt_dir: str | Path) -
 def compute_logits(ckpt_path: str | Path, dataset: str, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Validation and test logits of one checkpoint (the contract of ``logits/epochNNN.npz``).
 
-    The forward pass is the training engine's (one seed), the same function
-    that produced the validation loss in the history.
+    The forward pass is the training engine's, the same function that
+    produced the validation loss in the history; the validation logits are
+    those training saved in the checkpoint (computed for a checkpoint
+    without them).
     """
     state = load_checkpoint(ckpt_path)
     try:
@@ -279,8 +299,11 @@ def compute_logits(ckpt_path: str | Path, dataset: str, data: dict[str, np.ndarr
             f"{ckpt_path}: not a {dataset} checkpoint of this workflow ({type(exc).__name__}: {exc}); "
             "rerun training (snakemake --cores 2 --forcerun train)."
         ) from None
+    val_logits = state.get("val_logits")  # trained on these data: the fingerprint holds their digest
+    if val_logits is None or len(val_logits) != len(data["x_val"]):
+        val_logits = stacked_logits(dataset, params, torch.from_numpy(data["x_val"]))[0]
     return dict(
-        val_logits=stacked_logits(dataset, params, torch.from_numpy(data["x_val"]))[0].numpy(),
+        val_logits=val_logits.numpy(),
         val_labels=data["y_val"].astype(np.int64),
         test_logits=stacked_logits(dataset, params, torch.from_numpy(data["x_test"]))[0].numpy(),
         test_labels=data["y_test"].astype(np.int64),
