@@ -55,7 +55,7 @@ def keep_freed_memory_in_process() -> bool:
     gradients of every step (3.7 MB for the CNN's first layer at batch 32,
     S times that for S seeds) arrive as new pages that the kernel must fault
     in and zero. Fixing the mmap threshold at its maximum and not trimming
-    the heap keeps those blocks for the next step: a CIFAR-10 step 1.1–1.3×
+    the heap keeps those blocks for the next step: a CIFAR-10 step 1.1–1.2×
     faster here (``benchmarks/bench_training.py``). The memory stays with the
     process until it exits, as it would with a caching allocator. A no-op
     elsewhere than glibc.
