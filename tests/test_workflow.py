@@ -92,7 +92,10 @@ def test_changing_a_metric_parameter_reruns_only_scores_and_their_figures(copy_o
 def test_raising_epochs_trains_only_the_new_epoch(copy_of):
     ckpts = copy_of / "results" / "mnist" / "seed0" / "checkpoints"
     before = {p.name: p.stat().st_mtime_ns for p in ckpts.glob("*.pt")}
+    stale = copy_of / "results" / "mnist" / "seed0" / ".calibration.csv.a1b2.tmp"
+    stale.write_text("left by a calibrate job killed mid-write")
     snakemake(copy_of, "--config", "epochs=4", "datasets=[mnist]")
+    assert not stale.exists()  # the rerun of that rule removes it
     log = (copy_of / "results" / "logs" / "train" / "mnist" / "seed0.log").read_text()
     assert "resuming from" in log and "epoch003.pt" in log
     assert "epoch   4/4" in log and "epoch   1/4" not in log

@@ -96,6 +96,24 @@ def atomic_directory(path: str | os.PathLike, marker: str) -> Iterator[Path]:
                     p.rmdir()
 
 
+def remove_stale_temporaries(directory: str | os.PathLike, name_glob: str) -> list[Path]:
+    """Delete what :func:`atomic_path` / :func:`atomic_directory` left in ``directory`` for targets
+    matching ``name_glob`` when the writing process was killed mid-write (SIGKILL, a node going down).
+
+    Nothing under a target's own name is touched: those are complete by construction. Call it before
+    rewriting the targets; returns what was removed.
+    """
+    removed = []
+    for pattern in (f".{name_glob}.*.tmp", f".{name_glob}.*.old"):
+        for tmp in Path(directory).glob(pattern):
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
 def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
         df.to_csv(tmp, index=False)

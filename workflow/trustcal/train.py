@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
-from .io import TrustcalError, atomic_path
+from .io import TrustcalError, atomic_path, remove_stale_temporaries
 from .models import build_model
 
 log = logging.getLogger(__name__)
@@ -187,18 +187,6 @@ def train_epoch(trainer: StackedTrainer, x: torch.Tensor, y: torch.Tensor, shuff
     return loss_sum / steps, correct.float() / seen
 
 
-def _remove_stale_temporaries(ckpt_dir: Path) -> None:
-    """Delete checkpoints half-written by a run that was killed while saving.
-
-    A SIGKILL (or the node going down) during ``torch.save`` leaves the
-    temporary file of :func:`atomic_path` behind; it never has a checkpoint's
-    name, so it is never read, but it would pile up across crashes.
-    """
-    for tmp in ckpt_dir.glob(".epoch*.pt.*.tmp"):
-        log.warning("%s: removing a checkpoint half-written by an interrupted run", tmp)
-        tmp.unlink(missing_ok=True)
-
-
 def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_dirs: Sequence[str | Path]) -> list[pd.DataFrame]:
     """Train several seeds of one configuration together (one stacked model), resuming if possible.
 
@@ -216,7 +204,8 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
     ckpt_dirs = [Path(d) for d in ckpt_dirs]
     for d in ckpt_dirs:
         d.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temporaries(d)
+        for tmp in remove_stale_temporaries(d, "epoch*.pt"):  # a run killed while saving a checkpoint
+            log.warning("%s: removed, a checkpoint half-written by an interrupted run", tmp)
     torch.set_num_threads(cfg0.threads)
     device = resolve_device(cfg0.device)
 
