@@ -5,7 +5,6 @@ Snakemake puts this folder on ``sys.path``; we add ``workflow/`` so that the
 (``--sdm conda``).
 """
 
-import glob
 import logging
 import sys
 import traceback
@@ -15,7 +14,7 @@ WORKFLOW_DIR = Path(__file__).resolve().parents[1]
 if str(WORKFLOW_DIR) not in sys.path:
     sys.path.insert(0, str(WORKFLOW_DIR))
 
-from trustcal.io import TrustcalError, remove_stale_temporaries  # noqa: E402
+from trustcal.io import TrustcalError  # noqa: E402
 
 
 def run(snakemake, main, progress: bool = False) -> None:
@@ -44,9 +43,6 @@ def run(snakemake, main, progress: bool = False) -> None:
         handler.addFilter(lambda record: record.name.startswith("trustcal"))
     logging.captureWarnings(True)
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting chatter
-    for out in map(Path, snakemake.output):  # left by an earlier attempt that was killed mid-write
-        for tmp in remove_stale_temporaries(out.parent, glob.escape(out.name)):
-            logging.info("%s: removed, left half-written by an interrupted run", tmp)
     try:
         main(snakemake)
     except TrustcalError as exc:

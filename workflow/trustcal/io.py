@@ -7,6 +7,8 @@ renamed, so a crash never leaves a half-written file that looks complete.
 from __future__ import annotations
 
 import contextlib
+import glob
+import logging
 import os
 import shutil
 import tempfile
@@ -16,6 +18,8 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
+
+log = logging.getLogger(__name__)
 
 
 class TrustcalError(Exception):
@@ -28,6 +32,25 @@ def _umask() -> int:
     return mask
 
 
+def remove_stale_temporaries(directory: str | os.PathLike, name_glob: str) -> list[Path]:
+    """Delete what :func:`atomic_path` / :func:`atomic_directory` left in ``directory`` for targets
+    matching ``name_glob`` when the writing process was killed mid-write (SIGKILL, a node going down).
+
+    Nothing under a target's own name is touched: those are complete by construction. Both writers
+    call it for their target before writing it again; returns what was removed.
+    """
+    removed = []
+    for pattern in (f".{name_glob}.*.tmp", f".{name_glob}.*.old"):
+        for tmp in Path(directory).glob(pattern):
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink(missing_ok=True)
+            log.warning("%s: removed, left half-written by an interrupted run", tmp)
+            removed.append(tmp)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
@@ -36,6 +59,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent, glob.escape(path.name))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
@@ -69,6 +93,7 @@ def atomic_directory(path: str | os.PathLike, marker: str) -> Iterator[Path]:
             )
     created = [p for p in reversed(path.parents) if not p.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent, glob.escape(path.name))
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result is an ordinary directory
     done = False
@@ -94,24 +119,6 @@ def atomic_directory(path: str | os.PathLike, marker: str) -> Iterator[Path]:
             for p in reversed(created):
                 with contextlib.suppress(OSError):
                     p.rmdir()
-
-
-def remove_stale_temporaries(directory: str | os.PathLike, name_glob: str) -> list[Path]:
-    """Delete what :func:`atomic_path` / :func:`atomic_directory` left in ``directory`` for targets
-    matching ``name_glob`` when the writing process was killed mid-write (SIGKILL, a node going down).
-
-    Nothing under a target's own name is touched: those are complete by construction. Call it before
-    rewriting the targets; returns what was removed.
-    """
-    removed = []
-    for pattern in (f".{name_glob}.*.tmp", f".{name_glob}.*.old"):
-        for tmp in Path(directory).glob(pattern):
-            if tmp.is_dir() and not tmp.is_symlink():
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> None:

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
-from .io import TrustcalError, atomic_path, remove_stale_temporaries
+from .io import TrustcalError, atomic_path
 from .models import build_model
 
 log = logging.getLogger(__name__)
@@ -204,8 +204,6 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
     ckpt_dirs = [Path(d) for d in ckpt_dirs]
     for d in ckpt_dirs:
         d.mkdir(parents=True, exist_ok=True)
-        for tmp in remove_stale_temporaries(d, "epoch*.pt"):  # a run killed while saving a checkpoint
-            log.warning("%s: removed, a checkpoint half-written by an interrupted run", tmp)
     torch.set_num_threads(cfg0.threads)
     device = resolve_device(cfg0.device)
 
