@@ -4,7 +4,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from trustcal.config import ConfigError, validate_config
+from trustcal.config import ConfigError, per_dataset, validate_config
 
 try:
     config.update(validate_config(config))
@@ -12,7 +12,7 @@ except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 
 DATASETS = config["datasets"]
-SEEDS = config["seeds"]
+SEEDS = {ds: per_dataset(config, "seeds", ds) for ds in DATASETS}  # dataset → its seeds
 EPOCHS = list(range(1, config["epochs"] + 1))
 CONDA_ENV = str(Path(workflow.basedir) / "envs" / "trustcal.yaml")
 
@@ -47,14 +47,14 @@ def train_pattern(pattern):
 def train_histories():
     """The train rule's outputs: one seed's history, or every seed's when seeds train together."""
     pattern = "results/{dataset}/seed{seed}/history.csv"
-    if config["seed_batching"]:
-        return expand(pattern.replace("{dataset}", "{{dataset}}"), seed=SEEDS)
+    if config["seed_batching"]:  # the same seeds for every dataset (checked by validate_config)
+        return expand(pattern.replace("{dataset}", "{{dataset}}"), seed=SEEDS[DATASETS[0]])
     return pattern
 
 
 def job_seeds(wildcards):
     """The seeds one train job trains."""
-    return list(SEEDS) if config["seed_batching"] else [int(wildcards.seed)]
+    return list(SEEDS[wildcards.dataset]) if config["seed_batching"] else [int(wildcards.seed)]
 
 
 def train_params():
@@ -97,8 +97,13 @@ def figure_outputs(name, stage):
 
 
 def seed_files(name):
-    """One table per seed of the job's dataset."""
-    return expand(run_file(name, "{dataset}", "{seed}"), seed=SEEDS, allow_missing=True)
+    """One table per seed of the job's dataset (an input function)."""
+    return lambda w: [run_file(name, w.dataset, seed) for seed in SEEDS[w.dataset]]
+
+
+def all_seed_files(name):
+    """One table per dataset and seed of the run."""
+    return [run_file(name, ds, seed) for ds in DATASETS for seed in SEEDS[ds]]
 
 
 # Someone else's predictions (config `external:`, workflow/rules/external.smk). The
@@ -133,7 +138,7 @@ def external_targets():
 def all_targets():
     targets = []
     for ds in DATASETS:
-        for seed in SEEDS:
+        for seed in SEEDS[ds]:
             targets += [run_file(n, ds, seed) for n in ("trust.csv", "scores.csv", "calibration.csv")]
         targets += expand(f"results/figures/{ds}/{{fig}}.{{ext}}", fig=FIGURE_NAMES, ext=["png", "pdf"])
     targets += [f"results/reproduction.{ext}" for ext in ("md", "html", "csv")]  # workflow/rules/report.smk

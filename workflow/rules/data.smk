@@ -7,7 +7,7 @@ rule download:
     params:
         data_dir=config["data_dir"],
         download=config["download"],
-        verify_checksums=config["verify_checksums"],
+        verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
     log:
         "results/logs/download/{dataset}.log",
     threads: 1
@@ -28,7 +28,7 @@ rule prepare:
     params:
         data_dir=config["data_dir"],
         validation_split=config["validation_split"],
-        verify_checksums=config["verify_checksums"],
+        verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
     log:
         "results/logs/prepare/{dataset}.log",
     threads: 1

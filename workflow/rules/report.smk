@@ -12,8 +12,8 @@ report: "../report/workflow.rst"
 
 rule verdict:
     input:
-        trust=expand(run_file("trust.csv"), dataset=DATASETS, seed=SEEDS),
-        history=expand(run_file("history.csv"), dataset=DATASETS, seed=SEEDS),
+        trust=all_seed_files("trust.csv"),
+        history=all_seed_files("history.csv"),
     output:
         markdown="results/reproduction.md",
         html=report(

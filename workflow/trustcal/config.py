@@ -35,16 +35,26 @@ def _fill_defaults(config: dict, schema: dict) -> None:
             _fill_defaults(config[key], sub)
 
 
-def _coerce(value, schema: dict):
+def _coerce(value, schema: dict, defs: dict | None = None):
     """Command-line values (``--config seeds=[0,1]``) arrive as strings: convert by the schema's type."""
+    defs = defs or {}
+    if "$ref" in schema:  # only local references: "#/$defs/<name>"
+        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
+    if "oneOf" in schema:  # the alternative whose container type matches, else the scalar one
+        container = {list: "array", dict: "object"}.get(type(value))
+        options = [defs.get(o.get("$ref", "").rsplit("/", 1)[-1], o) for o in schema["oneOf"]]
+        matching = [o for o in options if o.get("type") == container] or [
+            o for o in options if o.get("type") not in ("array", "object")
+        ]
+        return _coerce(value, matching[0], defs) if matching else value
     kind = schema.get("type")
     if kind == "array" and isinstance(value, list):
-        return [_coerce(v, schema.get("items", {})) for v in value]
+        return [_coerce(v, schema.get("items", {}), defs) for v in value]
     if kind == "object" and isinstance(value, dict):
         props = schema.get("properties", {})
         extra = schema.get("additionalProperties")  # the schema of every other key (e.g. external.<name>)
         extra = extra if isinstance(extra, dict) else {}
-        return {k: _coerce(v, props.get(k, extra)) for k, v in value.items()}
+        return {k: _coerce(v, props.get(k, extra), defs) for k, v in value.items()}
     if not isinstance(value, str):
         return value
     try:
@@ -85,9 +95,44 @@ def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
     if error.validator == "required":
         where = f" in '{key}'" if error.absolute_path else ""
         return f"{config_name}: {error.message}{where}; add it (see config.yaml for the paper's value)"
+    if error.validator == "oneOf":
+        allowed = schema.get("description", "one of the forms in workflow/schemas/config.schema.yaml")
+        return f"{config_name}: key '{key}' is {error.instance!r}; allowed: {allowed}"
     if error.validator == "type":
         return f"{config_name}: key '{key}' is {error.instance!r}; it must be of type {error.validator_value}"
     return f"{config_name}: key '{key}': {error.message}"
+
+
+PER_DATASET_KEYS = ("seeds", "verify_checksums")
+
+
+def per_dataset(config: dict, key: str, dataset: str):
+    """The value of ``key`` for ``dataset``: the key itself, or its entry when given per dataset."""
+    value = config[key]
+    return value[dataset] if isinstance(value, dict) else value
+
+
+def _per_dataset_problems(config: dict, config_name: str) -> list[str]:
+    problems = []
+    for key in PER_DATASET_KEYS:
+        value = config.get(key)
+        if not isinstance(value, dict):
+            continue
+        missing = [ds for ds in config["datasets"] if ds not in value]
+        if missing:
+            problems.append(
+                f"{config_name}: key '{key}' is given per dataset but has no entry for "
+                f"{', '.join(map(repr, missing))}; add one, e.g. {key}: {{{missing[0]}: ...}}"
+            )
+    seeds = config.get("seeds")
+    if config.get("seed_batching") and isinstance(seeds, dict):
+        distinct = {tuple(seeds[ds]) for ds in config["datasets"] if ds in seeds}
+        if len(distinct) > 1:
+            problems.append(
+                f"{config_name}: seed_batching: true trains the same seeds for every dataset, but "
+                f"'seeds' differs per dataset; give one list, or set seed_batching: false"
+            )
+    return problems
 
 
 def validate_config(config: dict, schema: dict | None = None, config_name: str = "config.yaml") -> dict:
@@ -101,7 +146,7 @@ def validate_config(config: dict, schema: dict | None = None, config_name: str =
     for key in ("datasets", "seeds"):
         if key in config and isinstance(config[key], (str, int)) and not isinstance(config[key], bool):
             config[key] = [config[key]]
-    config = _coerce(config, schema)
+    config = _coerce(config, schema, schema.get("$defs"))
     _fill_defaults(config, schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
@@ -109,6 +154,8 @@ def validate_config(config: dict, schema: dict | None = None, config_name: str =
     cal = config.get("calibration", {})
     if not problems and cal.get("t_min", 0) >= cal.get("t_max", 1):
         problems.append(f"{config_name}: calibration.t_min must be smaller than calibration.t_max")
+    if not problems:
+        problems += _per_dataset_problems(config, config_name)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
     return config
