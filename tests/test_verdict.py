@@ -1,7 +1,10 @@
 """The reproduction verdict on tables built to pass and built to fail each claim of the paper."""
 
 import math
+import re
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -44,14 +47,17 @@ def history_table(epochs=EPOCHS, val=None, train=None):
                              val_accuracy=0.8, seconds=1.0))
 
 
-def runs(dataset, seeds=(0,), trust=None, history=None):
-    t = pd.concat([(trust if trust is not None else trust_table()).assign(dataset=dataset, seed=s) for s in seeds])
-    h = pd.concat([(history if history is not None else history_table()).assign(dataset=dataset, seed=s) for s in seeds])
-    return t, h
+def make_run(trust=None, history=None, replicates=None):
+    return verdict.run_from_tables(trust if trust is not None else trust_table(),
+                                   history if history is not None else history_table(), replicates)
 
 
-def verdict_of(claim_id, dataset, **kw):
-    table = verdict.evaluate(*runs(dataset, **kw)).set_index("claim_id")
+def runs_of(dataset, seeds=(0,), **kw):
+    return {dataset: {s: make_run(**kw) for s in seeds}}
+
+
+def verdict_of(claim_id, dataset, runs=None, **kw):
+    table = verdict.evaluate(runs if runs is not None else runs_of(dataset, **kw)).set_index("claim_id")
     return table.loc[claim_id]
 
 
@@ -59,52 +65,155 @@ def rising(a, b, epochs=EPOCHS):
     return lambda e: a + (b - a) * (e - 1) / (epochs - 1)
 
 
-# claim → (dataset, tables that reproduce it, tables that do not)
+def peak_at(epoch, top, base):
+    return lambda e: top if e == epoch else base
+
+
+def late(early, later):
+    return lambda e: early if e < 20 else later
+
+
+FALLING = dict(b_before=rising(0.7, 0.5), d_before=rising(0.29, 0.49))
+FALLING_AFTER = dict(b_after=rising(0.7, 0.5), d_after=rising(0.29, 0.49))
+FLAT_HISTORY = history_table(val=lambda e: 0.1, train=lambda e: 0.05)
+RISING_GAP = history_table(val=lambda e: 0.1 + 0.005 * e, train=lambda e: 0.0)
+
+# claim → (dataset, tables that reproduce it, tables that do not); u = 1 − b − d
 CASES = {
-    "mnist_trust_after": ("mnist", dict(trust=trust_table(b_after=0.66, d_after=0.33)),
-                          dict(trust=trust_table(b_after=0.50, d_after=0.49))),
-    "mnist_disbelief_after": ("mnist", dict(trust=trust_table(b_after=0.66, d_after=0.33)),
-                              dict(trust=trust_table(b_after=0.40, d_after=0.59))),
-    "mnist_stable_after": ("mnist", dict(trust=trust_table(b_after=0.65, d_after=0.34)),
-                           dict(trust=trust_table(b_after=rising(0.5, 0.7), d_after=rising(0.49, 0.29)))),
-    "mnist_trust_falls_before": ("mnist", dict(trust=trust_table(b_before=rising(0.7, 0.5), d_before=rising(0.29, 0.49))),
-                                 dict(trust=trust_table(b_before=0.65, d_before=0.34))),
-    "mnist_little_overfitting": ("mnist", dict(history=history_table(val=lambda e: 0.1, train=lambda e: 0.05)),
-                                 dict(history=history_table(val=lambda e: 0.1 + 0.005 * e, train=lambda e: 0.0))),
-    "cifar10_trust_start": ("cifar10", dict(trust=trust_table(b_before=0.72, b_after=0.7, d_before=0.27, d_after=0.29)),
-                            dict(trust=trust_table(b_before=0.5, b_after=0.55))),
-    "cifar10_trust_before_late": ("cifar10", dict(trust=trust_table(b_before=lambda e: 0.7 if e < 20 else 0.47, d_before=0.5)),
-                                  dict(trust=trust_table(b_before=0.6))),
-    "cifar10_disbelief_before_late": ("cifar10", dict(trust=trust_table(b_before=0.42, d_before=lambda e: 0.4 if e < 20 else 0.56)),
-                                      dict(trust=trust_table(b_before=0.6, d_before=0.39))),
-    "cifar10_trust_after_late": ("cifar10", dict(trust=trust_table(b_after=lambda e: 0.8 if e < 20 else 0.68, d_after=0.31)),
-                                 dict(trust=trust_table(b_after=0.55, d_after=0.44))),
-    "cifar10_disbelief_after_late": ("cifar10", dict(trust=trust_table(b_after=0.58, d_after=lambda e: 0.3 if e < 20 else 0.41)),
-                                     dict(trust=trust_table(b_after=0.75, d_after=0.24))),
-    "cifar10_stable_after": ("cifar10", dict(trust=trust_table(b_after=lambda e: 0.8 if e < 20 else 0.7, d_after=0.29)),
-                             dict(trust=trust_table(b_after=rising(0.5, 0.8), d_after=rising(0.49, 0.19)))),
+    "mnist_trust_start_before": ("mnist", dict(b_before=0.65, d_before=0.34), dict(b_before=0.5)),
+    "mnist_trust_start_similar": ("mnist", dict(), dict(b_after=0.7, d_after=0.29)),
+    "mnist_trust_falls_before": ("mnist", FALLING, dict()),
+    "mnist_trust_after": ("mnist", dict(b_after=0.66, d_after=0.33), dict(b_after=0.5, d_after=0.49)),
+    "mnist_trust_after_constant": ("mnist", dict(), FALLING_AFTER),
+    "mnist_trust_after_above_before": ("mnist", dict(b_after=0.65, d_after=0.34), dict()),
+    "mnist_trust_steadier_after": ("mnist", FALLING, dict()),
+    "mnist_disbelief_rises_before": ("mnist", FALLING, dict()),
+    "mnist_disbelief_after": ("mnist", dict(b_after=0.64, d_after=0.35), dict(b_after=0.8, d_after=0.19)),
+    "mnist_disbelief_after_constant": ("mnist", dict(), FALLING_AFTER),
+    "mnist_disbelief_after_below_before": ("mnist", dict(b_after=0.7, d_after=0.29), dict()),
+    "mnist_uncertainty_start_similar": ("mnist", dict(), dict(b_after=0.3, d_after=0.3)),
+    "mnist_uncertainty_rises_before": ("mnist", dict(b_before=rising(0.6, 0.5)), dict()),
+    "mnist_uncertainty_after_stable": ("mnist", dict(), dict(b_after=rising(0.6, 0.4))),
+    "mnist_uncertainty_after_below_before": ("mnist", dict(b_before=0.5), dict()),
+    "mnist_little_overfitting": ("mnist", dict(history=FLAT_HISTORY), dict(history=RISING_GAP)),
+    "mnist_little_difference": ("mnist", dict(), dict(b_after=0.7, d_after=0.29)),
+    "mnist_trust_before_constant": ("mnist", dict(), FALLING),
+    "cifar10_trust_start_before": ("cifar10", dict(b_before=0.7, d_before=0.29), dict(b_before=0.5)),
+    "cifar10_trust_start_after": ("cifar10", dict(b_after=0.72, d_after=0.27), dict(b_after=0.5)),
+    "cifar10_trust_peak_before": ("cifar10", dict(b_before=peak_at(5, 0.75, 0.6)), dict()),
+    "cifar10_trust_peak_after": ("cifar10", dict(b_after=peak_at(5, 0.82, 0.6), d_after=0.17), dict()),
+    "cifar10_trust_before_late": ("cifar10", dict(b_before=late(0.7, 0.47), d_before=0.5), dict()),
+    "cifar10_trust_before_late_constant": ("cifar10", dict(), FALLING),
+    "cifar10_trust_after_late": ("cifar10", dict(b_after=late(0.8, 0.68), d_after=0.31),
+                                 dict(b_after=0.55, d_after=0.44)),
+    "cifar10_trust_after_late_constant": ("cifar10", dict(), FALLING_AFTER),
+    "cifar10_disbelief_start_before": ("cifar10", dict(), dict(b_before=0.79, d_before=0.2)),
+    "cifar10_disbelief_start_after": ("cifar10", dict(), dict(b_after=0.79, d_after=0.2)),
+    "cifar10_disbelief_rises_before": ("cifar10", dict(b_before=0.42, d_before=late(0.4, 0.56)), dict()),
+    "cifar10_disbelief_before_late": ("cifar10", dict(b_before=0.42, d_before=late(0.4, 0.56)), dict()),
+    "cifar10_disbelief_before_late_constant": ("cifar10", dict(), FALLING),
+    "cifar10_disbelief_after_late": ("cifar10", dict(b_after=0.58, d_after=late(0.3, 0.41)),
+                                     dict(b_after=0.75, d_after=0.24)),
+    "cifar10_disbelief_after_late_constant": ("cifar10", dict(), FALLING_AFTER),
+    "cifar10_uncertainty_rises_before": ("cifar10", dict(b_before=late(0.6, 0.5)), dict()),
+    "cifar10_trust_after_above_before": ("cifar10", dict(b_after=0.65, d_after=0.34), dict()),
+    "cifar10_disbelief_after_below_before": ("cifar10", dict(b_after=0.7, d_after=0.29), dict()),
+    "cifar10_uncertainty_after_below_before": ("cifar10", dict(b_before=0.5), dict()),
+    "cifar10_trust_steadier_after": ("cifar10", FALLING, dict()),
     "cifar10_overfitting_onset": ("cifar10", dict(history=history_table()),
                                   dict(history=history_table(val=lambda e: 0.8 + 0.02 * abs(e - 30)))),
+    "cifar10_decline_with_overfitting": ("cifar10", dict(b_before=lambda e: 0.7 - 0.01 * abs(e - 10)),
+                                         dict(b_before=lambda e: 0.7 - 0.01 * abs(e - 35))),
 }
+HISTORY_KEYS = ("history",)
+
+
+def case_runs(dataset, tables):
+    history = tables.get("history")
+    trust = trust_table(**{k: v for k, v in tables.items() if k not in HISTORY_KEYS})
+    return runs_of(dataset, trust=trust, history=history)
 
 
 def test_every_claim_has_a_pass_and_a_fail_case():
-    testable = {c.id for c in verdict.CLAIMS if not c.not_comparable}
+    testable = {c.id for c in verdict.CLAIMS if not c.not_comparable and c.versus is None}
     assert set(CASES) == testable
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_claim_reproduced_on_tables_built_to_pass(claim_id):
     dataset, passing, _ = CASES[claim_id]
-    row = verdict_of(claim_id, dataset, **passing)
+    row = verdict_of(claim_id, dataset, runs=case_runs(dataset, passing))
     assert row["verdict"] == REPRODUCED, row.to_dict()
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_claim_not_reproduced_on_tables_built_to_fail(claim_id):
     dataset, _, failing = CASES[claim_id]
-    row = verdict_of(claim_id, dataset, **failing)
+    row = verdict_of(claim_id, dataset, runs=case_runs(dataset, failing))
     assert row["verdict"] == NOT_REPRODUCED, row.to_dict()
+
+
+def test_cross_dataset_claim_compares_the_two_seed_means():
+    calm, moved = trust_table(), trust_table(b_after=0.7, d_after=0.29)
+    both = {"mnist": {0: make_run(calm)}, "cifar10": {0: make_run(moved), 1: make_run(moved)}}
+    row = verdict_of("mnist_smaller_difference_than_cifar10", "mnist", runs=both)
+    assert row["verdict"] == REPRODUCED and row["measured_mean"] == pytest.approx(-0.1)
+    both = {"mnist": {0: make_run(moved)}, "cifar10": {0: make_run(calm)}}
+    assert verdict_of("mnist_smaller_difference_than_cifar10", "mnist", runs=both)["verdict"] == NOT_REPRODUCED
+    only = verdict_of("mnist_smaller_difference_than_cifar10", "mnist", runs={"mnist": {0: make_run(calm)}})
+    assert only["verdict"] == NOT_COMPARABLE and only["reason"] == "cifar10 not in this run"
+
+
+def replicates_around(trust, shifts):
+    """Bootstrap arrays (as trust_bootstrap.npz holds them) whose belief is the table's plus one shift per resample."""
+    run = make_run(trust)
+    base = {c: run.opinions[c][0] for c in verdict.COMPONENTS}  # epochs × state × labels
+    reps = {c: np.stack([base[c] + (shift if c == "belief" else 0.0) for shift in shifts], axis=2)
+            for c in verdict.COMPONENTS}  # epochs × state × B × labels
+    return dict(epochs=run.epochs, **reps)
+
+
+def test_interval_straddling_the_band_edge_is_inconclusive():
+    trust = trust_table(b_after=0.69, d_after=0.3)  # 0.69: inside 0.6 … 0.7, 0.01 from the edge
+    shifts = np.linspace(-0.03, 0.03, 201)
+    run = make_run(trust, replicates=replicates_around(trust, shifts))
+    row = verdict_of("mnist_trust_after", "mnist", runs={"mnist": {0: run}})
+    assert row["verdict"] == verdict.INCONCLUSIVE
+    assert row["boot_lo"] == pytest.approx(0.69 - 0.0285, abs=1e-3)  # 2.5 % quantile of the shifts
+    assert row["interval_lo"] < 0.69 < 0.7 < row["interval_hi"]
+    narrow = make_run(trust, replicates=replicates_around(trust, shifts / 10))
+    assert verdict_of("mnist_trust_after", "mnist", runs={"mnist": {0: narrow}})["verdict"] == REPRODUCED
+
+
+def test_seed_spread_widens_the_interval_by_student_t():
+    seeds = {s: make_run(trust_table(b_after=b, d_after=0.98 - b)) for s, b in ((0, 0.62), (1, 0.66), (2, 0.70))}
+    row = verdict_of("mnist_trust_after", "mnist", runs={"mnist": seeds})
+    assert row["n_seeds"] == 3 and row["measured_mean"] == pytest.approx(0.66)
+    assert row["measured_sd"] == pytest.approx(0.04)
+    half = verdict.t975(2) * 0.04 / math.sqrt(3)  # 4.303 · sd/√n = 0.0994
+    assert (row["interval_lo"], row["interval_hi"]) == pytest.approx((0.66 - half, 0.66 + half))
+    assert row["verdict"] == verdict.INCONCLUSIVE  # the seeds alone span more than the ± 0.05 band
+    assert row["per_seed"] == "seed 0: 0.62; seed 1: 0.66; seed 2: 0.7"
+
+
+def test_seeds_that_disagree_are_named():
+    seeds = {0: make_run(trust_table(b_after=0.66, d_after=0.33)), 1: make_run(trust_table(b_after=0.5, d_after=0.49))}
+    row = verdict_of("mnist_trust_after", "mnist", runs={"mnist": seeds})
+    assert "seeds disagree: reproduced in seed 0; not reproduced in seed 1" in row["reason"]
+
+
+def test_flagged_epochs_are_named_when_the_verdict_rests_on_them():
+    # before calibration trust is 0.48 only at the flagged epochs 20 and 30; elsewhere 0.7
+    trust = trust_table(b_before=lambda e: 0.48 if e in (20, 30) else 0.7, d_before=0.29, epochs=30)
+    run = make_run(trust, history_table(epochs=30))
+    run = run.without([e for e in range(21, 30)] + list(range(2, 20)))  # the author's epochs: 1, 20, 30
+    table = verdict.evaluate({"cifar10": {0: run}}, flagged={"cifar10": [20, 30]}).set_index("claim_id")
+    row = table.loc["cifar10_trust_before_late"]
+    assert row["verdict"] == REPRODUCED
+    assert "reproduced only with the epochs whose probabilities went through softmax twice (20, 30)" in row["reason"]
+    assert math.isnan(row["without_flagged"]) and row["verdict_without_flagged"] == NOT_COMPARABLE
+    start = table.loc["cifar10_trust_start_before"]
+    assert start["without_flagged"] == pytest.approx(0.7) and start["verdict_without_flagged"] == REPRODUCED
 
 
 def test_onset_needs_a_rise_after_the_minimum_in_every_seed():
@@ -113,25 +222,25 @@ def test_onset_needs_a_rise_after_the_minimum_in_every_seed():
     assert verdict.val_loss_minimum(h) == 12
     assert not verdict.gap_grows_after_minimum(h)
     row = verdict_of("cifar10_overfitting_onset", "cifar10", history=h)
-    assert row["verdict"] == NOT_REPRODUCED
+    assert row["verdict"] == NOT_REPRODUCED and "condition fails in seed 0" in row["reason"]
     assert verdict.gap_grows_after_minimum(history_table())
 
 
-def test_uncertainty_claim_is_not_comparable_with_the_reason():
-    row = verdict_of("cifar10_uncertainty", "cifar10")
+def test_uncertainty_levels_are_not_comparable_with_the_reason():
+    row = verdict_of("cifar10_uncertainty_levels", "cifar10")
     assert row["verdict"] == NOT_COMPARABLE
     assert "cannot come from Algorithm 1" in row["reason"]
     assert row["measured_mean"] == pytest.approx(0.01)  # still reported
 
 
 def test_dataset_missing_from_the_run_is_not_comparable():
-    row = verdict_of("cifar10_trust_start", "mnist")
-    assert row["verdict"] == NOT_COMPARABLE and row["reason"] == "cifar10 is not in this run"
+    row = verdict_of("cifar10_trust_start_before", "mnist")
+    assert row["verdict"] == NOT_COMPARABLE and row["reason"] == "cifar10 not in this run"
     assert math.isnan(row["measured_mean"])
 
 
 def test_too_few_epochs_is_not_comparable_but_still_measured():
-    row = verdict_of("mnist_stable_after", "mnist", trust=trust_table(epochs=3), history=history_table(epochs=3))
+    row = verdict_of("mnist_trust_after_constant", "mnist", trust=trust_table(epochs=3), history=history_table(epochs=3))
     assert row["verdict"] == NOT_COMPARABLE
     assert "needs ≥ 10 epochs; this run has 3" in row["reason"]
     assert row["measured_mean"] == pytest.approx(0.0)
@@ -139,24 +248,36 @@ def test_too_few_epochs_is_not_comparable_but_still_measured():
     assert row["verdict"] == NOT_COMPARABLE and "needs ≥ 20 epochs" in row["reason"]
 
 
-def test_several_seeds_mean_and_sd_and_per_label_spread():
-    t = pd.concat([trust_table(b_after=b, d_after=0.98 - b, spread=0.01).assign(seed=s)
-                   for s, b in ((0, 0.62), (1, 0.66), (2, 0.70))]).assign(dataset="mnist")
-    h = pd.concat([history_table().assign(seed=s) for s in (0, 1, 2)]).assign(dataset="mnist")
-    row = verdict.evaluate(t, h).set_index("claim_id").loc["mnist_trust_after"]
-    assert row["n_seeds"] == 3
-    assert row["measured_mean"] == pytest.approx(0.66)
-    assert row["measured_sd"] == pytest.approx(0.04)
-    assert row["verdict"] == REPRODUCED
-    assert "per label 0.615–0.705" in row["reason"]
-    assert row["per_seed"] == "seed 0: 0.62; seed 1: 0.66; seed 2: 0.7"
-
-
-def test_tolerance_boundary_counts_as_reproduced():
+def test_decision_bands_and_their_wording():
     claim = next(c for c in verdict.CLAIMS if c.id == "cifar10_trust_after_late")
-    assert verdict.decide(claim, 0.65) and verdict.decide(claim, 0.75)
-    assert not verdict.decide(claim, 0.6499)
-    assert verdict.decision_rule(claim) == "|mean − 0.7| ≤ 0.05"
+    assert verdict.decide(claim, 0.65, 0.75) == REPRODUCED  # the band's edges count as inside
+    assert verdict.decide(claim, 0.6, 0.64) == NOT_REPRODUCED
+    assert verdict.decide(claim, 0.6, 0.7) == verdict.INCONCLUSIVE
+    assert verdict.decision_rule(claim) == "interval within 0.65 … 0.75"
+    higher = next(c for c in verdict.CLAIMS if c.id == "cifar10_trust_after_above_before")
+    assert verdict.decision_rule(higher) == "interval > 0"
+    assert verdict.decide(higher, 0.0, 0.1) == verdict.INCONCLUSIVE  # a sign must be certain
+    assert verdict.decide(higher, -0.1, 0.0) == NOT_REPRODUCED
+
+
+def test_every_claim_quotes_the_paper_and_tensions_name_real_claims():
+    ids = {c.id for c in verdict.CLAIMS}
+    assert len(ids) == len(verdict.CLAIMS)
+    paper = (Path(__file__).resolve().parents[2] / "shared" / "papers" / "ouattara-sl-calibration.txt")
+    text = paper.read_text() if paper.exists() else None
+    for claim in verdict.CLAIMS:
+        assert claim.quote.startswith("“") and claim.quote.endswith("”"), claim.id
+        if text is None:
+            continue
+        for fragment in re.findall(r"[“…]\s*([^“”…\[\]]{12,}?)\s*(?=[…”\[])", claim.quote):
+            assert fragment.strip() in text, (claim.id, fragment)
+    for tension in verdict.TENSIONS:
+        assert set(tension.claims) <= ids
+
+
+def test_invariance_of_positive_evidence_is_measured():
+    note = verdict.invariance_note({"mnist": {0: make_run()}})
+    assert "b/u = r_c/W is constant" in note and "changes by at most 0 " in note
 
 
 def test_settings_that_differ_from_the_paper_are_flagged():
@@ -170,29 +291,33 @@ def test_settings_that_differ_from_the_paper_are_flagged():
     assert "cifar10 is not in this run" in text and "fitted on the test set" in text
 
 
-def test_verdict_stage_writes_markdown_and_csv_from_run_files(tmp_path):
-    trust, history = [], []
+def test_verdict_stage_writes_markdown_csv_and_html_from_run_files(tmp_path):
+    trust, history, boot = [], [], []
     for ds in ("mnist", "cifar10"):
         for seed in (0, 1):
             run = tmp_path / "results" / ds / f"seed{seed}"
-            write_csv(trust_table(b_after=0.65, d_after=0.345), run / "trust.csv")
+            table = trust_table(b_after=0.65, d_after=0.345)
+            write_csv(table, run / "trust.csv")
             write_csv(history_table(), run / "history.csv")
+            np.savez(run / "trust_bootstrap.npz", **replicates_around(table, [-0.01, 0.0, 0.01]))
             trust.append(str(run / "trust.csv"))
             history.append(str(run / "history.csv"))
+            boot.append(str(run / "trust_bootstrap.npz"))
     md, csv = tmp_path / "results" / "reproduction.md", tmp_path / "results" / "reproduction.csv"
     page = tmp_path / "results" / "reproduction.html"
-    verdict.verdict_stage(trust, history, md, csv, {"epochs": EPOCHS, "clusters": 10, "trust": {}, "calibration": {}},
-                          out_html=page)
+    settings = {"epochs": EPOCHS, "clusters": 10, "trust": {}, "calibration": {}, "bootstrap": {"resamples": 3}}
+    verdict.verdict_stage(trust, history, md, csv, settings, out_html=page, bootstrap_paths=boot)
     table = pd.read_csv(csv)
     assert list(table.columns) == list(verdict.VERDICT_COLUMNS)
     assert len(table) == len(verdict.CLAIMS)
-    assert set(table["verdict"]) <= {REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE}
+    row = table.set_index("claim_id").loc["mnist_trust_after"]
+    assert row["n_seeds"] == 2 and row["boot_lo"] == pytest.approx(0.65 - 0.0095)
     text = md.read_text()
     assert text.startswith("# Reproduction verdict")
     assert "do not edit by hand" in text and "`epochs` is 40 here, 100 in the paper" in text
+    assert "## Statements of the paper that contradict each other" in text and "1.22" in text
     for claim in verdict.CLAIMS:
         assert f"`{claim.id}`" in text
-    assert table.set_index("claim_id").loc["mnist_trust_after", "n_seeds"] == 2
     page = page.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == len(verdict.CLAIMS) + 1
     assert "<code>mnist_trust_after</code>" in page
@@ -201,12 +326,10 @@ def test_verdict_stage_writes_markdown_and_csv_from_run_files(tmp_path):
 def test_paths_must_name_dataset_and_seed(tmp_path):
     write_csv(trust_table(epochs=2), tmp_path / "trust.csv")
     with pytest.raises(verdict.TrustcalError, match="seed"):
-        verdict.load_runs([tmp_path / "trust.csv"], verdict.TRUST_COLUMNS, rule="trust")
+        verdict.load_runs([tmp_path / "trust.csv"], [tmp_path / "trust.csv"])
 
 
 def test_perfect_classifier_reference_matches_algorithm_1():
-    import numpy as np
-
     from trustcal.trust import TrustParams, trust_opinions
 
     labels = np.repeat(np.arange(10), 500)

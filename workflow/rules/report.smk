@@ -3,8 +3,8 @@
 #   snakemake --cores 2                         # every table, figure and results/reproduction.md
 #   snakemake --report report.html              # then the browsable report of a finished run
 #
-# The verdict compares each claim of the paper (SPEC §3) with every run's
-# trust.csv and history.csv; one job for all datasets and seeds.
+# The verdict compares each claim of the paper with every run's trust.csv,
+# history.csv and trust_bootstrap.npz; one job for all datasets and seeds.
 
 
 report: "../report/workflow.rst"
@@ -14,6 +14,7 @@ rule verdict:
     input:
         trust=all_seed_files("trust.csv"),
         history=all_seed_files("history.csv"),
+        bootstrap=all_seed_files("trust_bootstrap.npz"),
     output:
         markdown="results/reproduction.md",
         html=report(
@@ -34,6 +35,7 @@ rule verdict:
             "clusters": config["clusters"],
             "trust": trust_params(),
             "calibration": config["calibration"],
+            "bootstrap": config["bootstrap"],
         },
     log:
         "results/logs/verdict/verdict.log",

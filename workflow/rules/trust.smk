@@ -51,3 +51,26 @@ rule scores:
         CONDA_ENV
     script:
         "../scripts/scores.py"
+
+
+rule trust_bootstrap:
+    input:
+        logits=logit_files,
+        calibration=rules.calibrate.output.table,
+    output:
+        replicates="results/{dataset}/seed{seed}/trust_bootstrap.npz",
+    params:
+        trust=trust_params(),
+        bootstrap=config["bootstrap"],
+    log:
+        "results/logs/trust_bootstrap/{dataset}/seed{seed}.log",
+    group:
+        "evaluate"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=15,
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/trust_bootstrap.py"

@@ -6,7 +6,7 @@ def main(sm):
 
     verdict_stage(
         sm.input.trust, sm.input.history, sm.output.markdown, sm.output.table, dict(sm.params.settings),
-        out_html=sm.output.html,
+        out_html=sm.output.html, bootstrap_paths=sm.input.bootstrap,
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .calibration import fit_temperature, nll_from_logits, softmax
-from .io import TrustcalError, read_csv, read_npz, write_csv
+from .io import TrustcalError, read_csv, read_npz, write_csv, write_npz
 from .tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
 from .trust import TrustParams
 
@@ -124,3 +124,28 @@ def trust_stage(logit_paths, calibration_csv, outputs: dict[str, str], params: T
 def scores_stage(logit_paths, calibration_csv, outputs: dict[str, str], params: MetricParams) -> None:
     """Every scalar metric (scores.csv) and the per-label / per-bin side tables."""
     write_tables(score_tables(list(load_predictions(logit_paths, calibration_csv)), params), outputs)
+
+
+BOOTSTRAP_KEYS = ("epochs", "belief", "disbelief", "uncertainty", "resamples", "seed", "level")
+
+
+def trust_bootstrap_stage(logit_paths, calibration_csv, out, params: TrustParams, bootstrap) -> None:
+    """Trust opinions of every epoch, before and after calibration, on ``bootstrap.resamples``
+    resamples of the test set (:mod:`trustcal.bootstrap`): ``belief``, ``disbelief`` and
+    ``uncertainty`` arrays of shape epochs × 2 (before, after) × resamples × (K + 1) labels."""
+    from .bootstrap import bootstrap_opinions, resample_counts
+
+    by_epoch: dict[int, dict[bool, dict[str, np.ndarray]]] = {}
+    counts = None
+    for p in load_predictions(logit_paths, calibration_csv, splits=("test",)):
+        if counts is None:
+            counts = resample_counts(len(p.labels), bootstrap)
+        by_epoch.setdefault(p.epoch, {})[p.calibrated] = bootstrap_opinions(p.probs, p.labels, counts, params)
+    epochs = sorted(by_epoch)
+    arrays = {
+        name: np.stack([np.stack([by_epoch[e][c][name] for c in (False, True)]) for e in epochs]).astype(np.float32)
+        for name in ("belief", "disbelief", "uncertainty")
+    }
+    write_npz(out, epochs=np.array(epochs), resamples=np.array(bootstrap.resamples), seed=np.array(bootstrap.seed),
+              level=np.array(bootstrap.level), **arrays)
+    log.info("%s: %d epochs × %d resamples of the test set", out, len(epochs), bootstrap.resamples)
