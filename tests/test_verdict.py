@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import SHARED
 from trustcal import verdict
 from trustcal.io import write_csv
 from trustcal.verdict import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED
@@ -210,10 +211,26 @@ def test_flagged_epochs_are_named_when_the_verdict_rests_on_them():
     table = verdict.evaluate({"cifar10": {0: run}}, flagged={"cifar10": [20, 30]}).set_index("claim_id")
     row = table.loc["cifar10_trust_before_late"]
     assert row["verdict"] == REPRODUCED
-    assert "reproduced only with the epochs whose probabilities went through softmax twice (20, 30)" in row["reason"]
+    assert "reproduced only with the predictions that went through softmax twice" in row["reason"]
     assert math.isnan(row["without_flagged"]) and row["verdict_without_flagged"] == NOT_COMPARABLE
     start = table.loc["cifar10_trust_start_before"]
     assert start["without_flagged"] == pytest.approx(0.7) and start["verdict_without_flagged"] == REPRODUCED
+    assert "softmax twice" not in start["reason"]  # epoch 1 is not flagged: nothing to say
+
+
+def test_flagged_state_leaves_the_other_state_of_that_epoch():
+    # the author's CIFAR files: every before-calibration file and epoch 1 after calibration went through softmax twice
+    trust = trust_table(b_before=0.48, d_before=0.5, b_after=lambda e: 0.9 if e == 1 else 0.7, d_after=0.29)
+    run = make_run(trust)
+    flagged = [(e, False) for e in range(1, EPOCHS + 1)] + [(1, True)]
+    table = verdict.evaluate({"cifar10": {0: run}}, flagged={"cifar10": flagged}).set_index("claim_id")
+    after = table.loc["cifar10_trust_after_late"]  # epochs ≥ 20 after calibration: untouched
+    assert after["verdict"] == REPRODUCED and "softmax twice" not in after["reason"]
+    constant = table.loc["cifar10_trust_after_late_constant"]
+    assert constant["without_flagged"] == pytest.approx(0.0)
+    steadier = table.loc["cifar10_trust_steadier_after"]  # needs the before-calibration curve: gone
+    assert steadier["verdict_without_flagged"] == NOT_COMPARABLE
+    assert verdict.describe_flagged(flagged[:2] + [(1, True)]) == "before calibration: epochs 1, 2; after calibration: epoch 1"
 
 
 def test_onset_needs_a_rise_after_the_minimum_in_every_seed():
@@ -263,7 +280,7 @@ def test_decision_bands_and_their_wording():
 def test_every_claim_quotes_the_paper_and_tensions_name_real_claims():
     ids = {c.id for c in verdict.CLAIMS}
     assert len(ids) == len(verdict.CLAIMS)
-    paper = (Path(__file__).resolve().parents[2] / "shared" / "papers" / "ouattara-sl-calibration.txt")
+    paper = SHARED / "papers" / "ouattara-sl-calibration.txt"
     text = paper.read_text() if paper.exists() else None
     for claim in verdict.CLAIMS:
         assert claim.quote.startswith("“") and claim.quote.endswith("”"), claim.id

@@ -79,9 +79,9 @@ def test_lint_and_nothing_left_to_do(finished):
 
 def test_changing_a_trust_parameter_reruns_only_trust_and_figures(copy_of):
     plan = planned_jobs(copy_of, "--config", "clusters=5")
-    assert set(plan) - {"verdict"} == {"trust", "figures", "all"}, plan
+    assert set(plan) - {"verdict"} == {"trust", "trust_bootstrap", "figures", "all"}, plan
     plan = planned_jobs(copy_of, "--config", "trust={representative: mean}")
-    assert set(plan) - {"verdict"} == {"trust", "figures", "all"}, plan
+    assert set(plan) - {"verdict"} == {"trust", "trust_bootstrap", "figures", "all"}, plan
 
 
 def test_changing_a_metric_parameter_reruns_only_scores_and_their_figures(copy_of):

@@ -320,10 +320,46 @@ def format_summary(a: Assessment) -> str:
 # --------------------------------------------------------------------------- output
 
 
-def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = True, meta: dict | None = None) -> None:
-    """Tables, figures, summary.txt, warnings.txt and assess.json into ``out`` (a fresh directory)."""
+def flagged_predictions(a: Assessment) -> list[tuple[int, bool]]:
+    """(epoch, calibrated) of every file whose probabilities look like a softmax applied twice."""
+    suspect = {str(w.file) for w in a.warnings if w.code == "double_softmax"}
+    return sorted({(f.epoch, bool(f.calibrated)) for f in a.files if str(f.path) in suspect})
+
+
+def paper_runs(a: Assessment, dataset: str) -> dict:
+    """The assessment as one seed of ``dataset`` for :func:`trustcal.verdict.evaluate`."""
+    from .verdict import run_from_tables
+
+    history = a.history if a.history is not None else pd.DataFrame(columns=["epoch", "train_loss", "val_loss"])
+    return {dataset: {0: run_from_tables(a.tables["trust"], history)}}
+
+
+def write_paper_verdict(a: Assessment, dataset: str, out: Path, settings: dict) -> pd.DataFrame:
+    """The paper's claims about ``dataset`` judged on these predictions: reproduction.{md,csv} in ``out``.
+    Epochs flagged as double softmax are named, and every claim is recomputed without them."""
+    from .verdict import describe_flagged, write_verdict
+
+    provenance = (f"Predictions: {len(a.files)} files ({', '.join(sorted({str(f.path.parent) for f in a.files}))}); "
+                  "one training run, so no sd over seeds; no test-set bootstrap.")
+    flagged = flagged_predictions(a)
+    if flagged:
+        provenance += (f" Predictions that went through softmax twice: {describe_flagged(flagged)} "
+                       "(each claim is also computed without them).")
+    return write_verdict(paper_runs(a, dataset), {**settings, "provenance": provenance},
+                         out / "reproduction.md", out / "reproduction.csv", flagged={dataset: flagged})
+
+
+def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = True, meta: dict | None = None,
+                     paper_claims: str | None = None) -> None:
+    """Tables, figures, summary.txt, warnings.txt and assess.json into ``out`` (a fresh directory);
+    with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims."""
     for name, df in a.tables.items():
         write_csv(df, out / f"{name}.csv")
+    if paper_claims:
+        meta = meta or {}
+        settings = {"clusters": a.clusters, "trust": meta.get("trust", {}),
+                    "epochs": int(max((f.epoch for f in a.files), default=0))}
+        write_paper_verdict(a, paper_claims, out, settings)
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     if figures:
@@ -359,8 +395,10 @@ def assess_to_dir(
     history: str | Path | None = None,
     title: str | None = None,
     figures: bool = True,
+    paper_claims: str | None = None,
 ) -> Assessment:
-    """:func:`assess`, then write everything to ``out``; on any error ``out`` is left as it was."""
+    """:func:`assess`, then write everything to ``out``; on any error ``out`` is left as it was.
+    ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims about that dataset."""
     sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
     with atomic_directory(out, MARKER) as tmp:
         a = assess(sources, read, trust, metrics, sweep, t_min=t_min, t_max=t_max, history=history)
@@ -368,5 +406,6 @@ def assess_to_dir(
             sources=sources, read_options=asdict(read), trust=asdict(trust), metrics=asdict(metrics),
             sweep=asdict(sweep) if sweep else None, t_min=t_min, t_max=t_max,
         )
-        write_assessment(a, tmp, title=title or default_title(sources), figures=figures, meta=meta)
+        write_assessment(a, tmp, title=title or default_title(sources), figures=figures, meta=meta,
+                         paper_claims=paper_claims)
     return a

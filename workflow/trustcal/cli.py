@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = a.add_argument_group("output")
     g.add_argument("--title", help="figure title (default: the input directory's name)")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    g.add_argument("--paper-claims", choices=("mnist", "cifar10"), metavar="DATASET",
+                   help="also judge the paper's claims about DATASET (mnist or cifar10) on these predictions: "
+                   "reproduction.md and .csv")
     g.add_argument("--debug", action="store_true", help="show a traceback on unexpected failures")
     return parser
 
@@ -213,11 +216,13 @@ def run_assess(args) -> int:
     sweep = SweepParams(clusters=tuple(args.clusters_sweep), epochs=tuple(args.sweep_epochs))
     result = assess_to_dir(
         args.sources, args.out, read, trust, metrics, sweep, t_min=args.t_min, t_max=args.t_max,
-        history=args.history, title=args.title, figures=not args.no_figures,
+        history=args.history, title=args.title, figures=not args.no_figures, paper_claims=args.paper_claims,
     )
     print_warnings(result.warnings)
     print(result.summary())
     written = [f"{n}.csv" for n in result.tables] + ["summary.txt", "warnings.txt", "assess.json"]
+    if args.paper_claims:
+        written += ["reproduction.md", "reproduction.csv"]
     print(f"\nwritten to {args.out}/: {', '.join(written)}" + (f", figures/ ({len(result.figures)} files)" if result.figures else ""))
     return 0
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -100,10 +101,18 @@ class Run:
     def resamples(self) -> int:
         return self.opinions["belief"].shape[0] - 1
 
-    def without(self, epochs: Iterable[int]) -> "Run":
-        keep = ~np.isin(self.epochs, list(epochs))
-        return replace(self, epochs=self.epochs[keep], opinions={k: v[:, keep] for k, v in self.opinions.items()},
-                       positive_evidence=self.positive_evidence[keep])
+    def without(self, flagged: Iterable) -> "Run":
+        """This run with the ``flagged`` predictions left out: epochs (both calibration states), or
+        (epoch, calibrated) pairs (that state only, as NaN that every measure skips)."""
+        flagged = list(flagged)
+        whole = [f for f in flagged if not isinstance(f, tuple)]
+        keep = ~np.isin(self.epochs, whole)
+        opinions = {k: v[:, keep].copy() for k, v in self.opinions.items()}
+        epochs = self.epochs[keep]
+        for epoch, calibrated in (f for f in flagged if isinstance(f, tuple)):
+            for v in opinions.values():
+                v[:, epochs == epoch, int(bool(calibrated))] = np.nan
+        return replace(self, epochs=epochs, opinions=opinions, positive_evidence=self.positive_evidence[keep])
 
 
 def run_from_tables(trust: pd.DataFrame, history: pd.DataFrame, replicates: Mapping | None = None) -> Run:
@@ -138,7 +147,7 @@ def run_from_tables(trust: pd.DataFrame, history: pd.DataFrame, replicates: Mapp
 
 
 def curve(run: Run, component: str, state: int) -> np.ndarray:
-    """Label-mean of the class opinions: resamples × epochs."""
+    """Label-mean of the class opinions: resamples × epochs (NaN where predictions are left out)."""
     return run.opinions[component][:, :, state, :-1].mean(axis=-1)
 
 
@@ -147,10 +156,10 @@ def _window(run: Run, first: int = 1, last: int | None = None) -> np.ndarray:
 
 
 def _mean(x: np.ndarray, axis: int = 1) -> np.ndarray:
-    """Mean along ``axis``; NaN (without a warning) over an empty window."""
+    """Mean along ``axis`` of the values present (NaN: left out); NaN over an empty window."""
     if x.shape[axis] == 0:
         return np.full(x.shape[:axis] + x.shape[axis + 1:], math.nan)
-    return x.mean(axis=axis)
+    return np.nanmean(x, axis=axis)
 
 
 def _const(run: Run, value: float) -> np.ndarray:
@@ -166,7 +175,7 @@ def label_peak(component, state, first=1, last=None):
     """Largest value of any single label over epochs [first, last] ("for some labels")."""
     def measure(run):
         x = run.opinions[component][:, _window(run, first, last), state, :-1]
-        return x.max(axis=(1, 2))
+        return np.nanmax(x, axis=(1, 2))
     return measure
 
 
@@ -174,7 +183,7 @@ def spread(component, state, first=1):
     """Range (max − min) over epochs ≥ first of the label-mean curve: 0 for a constant curve."""
     def measure(run):
         x = curve(run, component, state)[:, _window(run, first)]
-        return x.max(axis=1) - x.min(axis=1)
+        return np.nanmax(x, axis=1) - np.nanmin(x, axis=1)
     return measure
 
 
@@ -198,17 +207,17 @@ def start_gap(component):
 
 def mean_gap(component):
     """Mean over epochs of |after − before| of the label-mean curve."""
-    return lambda run: np.abs(curve(run, component, AFTER) - curve(run, component, BEFORE)).mean(axis=1)
+    return lambda run: _mean(np.abs(curve(run, component, AFTER) - curve(run, component, BEFORE)))
 
 
 def lowest_difference(component):
     """Smallest over epochs of after − before (> 0: after above before at every epoch)."""
-    return lambda run: (curve(run, component, AFTER) - curve(run, component, BEFORE)).min(axis=1)
+    return lambda run: np.nanmin(curve(run, component, AFTER) - curve(run, component, BEFORE), axis=1)
 
 
 def highest_difference(component):
     """Largest over epochs of after − before (< 0: after below before at every epoch)."""
-    return lambda run: (curve(run, component, AFTER) - curve(run, component, BEFORE)).max(axis=1)
+    return lambda run: np.nanmax(curve(run, component, AFTER) - curve(run, component, BEFORE), axis=1)
 
 
 def stability_gain(component):
@@ -245,7 +254,7 @@ def decline_after_onset(run: Run) -> np.ndarray:
     """Epoch of the highest label-mean belief before calibration minus the epoch of the validation-loss
     minimum: 0 when trust starts to fall exactly when overfitting sets in."""
     x = curve(run, "belief", BEFORE)
-    return run.epochs[np.argmax(x, axis=1)] - float(val_loss_minimum(run.history))
+    return run.epochs[np.nanargmax(x, axis=1)] - float(val_loss_minimum(run.history))
 
 
 def perfect_classifier_opinion(clusters: int, classes: int = 10) -> tuple[float, float]:
@@ -280,8 +289,13 @@ class Claim:
     requires: Callable[[pd.DataFrame], bool] | None = None  # an extra per-seed condition on the history
     requires_text: str = ""
     from_history: bool = False  # a claim about the losses: no test-set resampling
+    uses_history: bool = False  # the measure reads the training history
     not_comparable: str | None = None  # a reason that holds whatever the numbers
     also: tuple[str, ...] = ()  # other sentences of the paper (abstract, conclusion) this claim tests
+
+    def __post_init__(self):
+        if self.from_history:
+            object.__setattr__(self, "uses_history", True)
 
     @property
     def band(self) -> tuple[float, float]:
@@ -509,7 +523,8 @@ def _cifar_claims() -> list[Claim]:
               "Specifically, trust decreases … as overfitting sets in”",
               "CIFAR-10, before calibration: trust starts to fall when overfitting sets in", "coincide",
               "epoch of the highest label-mean belief before calibration minus the epoch of the validation-loss "
-              "minimum", decline_after_onset, "near", 0.0, tolerance=ONSET_TOLERANCE, min_epochs=late),
+              "minimum", decline_after_onset, "near", 0.0, tolerance=ONSET_TOLERANCE, min_epochs=late,
+              uses_history=True),
     ]
 
 
@@ -661,7 +676,9 @@ def _measure_runs(claim: Claim, seeds: Mapping[int, Run]) -> dict[int, np.ndarra
     out = {}
     for s, run in sorted(seeds.items()):
         try:
-            out[s] = np.asarray(claim.measure(run), dtype=float)
+            with warnings.catch_warnings():  # all-NaN windows (left-out predictions) give NaN
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out[s] = np.asarray(claim.measure(run), dtype=float)
         except (KeyError, ValueError, IndexError):
             out[s] = np.full(run.resamples + 1, math.nan)
     return out
@@ -720,7 +737,7 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
     if claim.from_history:
         notes.append("from the training history: no test-set resampling")
     elif not len(est.boot):
-        notes.append("no bootstrap resamples in this run: seeds only")
+        notes.append("no test-set bootstrap in this run")
     if claim.not_comparable:
         row["reason"] = "; ".join([claim.not_comparable, *notes])
         return row
@@ -728,7 +745,9 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
         row["reason"] = f"the claim needs ≥ {claim.min_epochs} epochs; this run has {epochs}"
         return row
     if not np.isfinite(est.mean):
-        row["reason"] = "no value (missing epochs or columns)"
+        no_history = claim.uses_history and any(r.history.empty for r in runs[claim.dataset].values())
+        row["reason"] = ("needs the training history (history.csv, or --history with trustcal assess)" if no_history
+                         else "no value (no predictions in the claim's epochs)")
         return row
     verdict = decide(claim, row["interval_lo"], row["interval_hi"])
     if claim.requires is not None and verdict != NOT_REPRODUCED:
@@ -744,31 +763,44 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
 
 def evaluate(runs: Mapping[str, Mapping[int, Run]], claims: Sequence[Claim] = CLAIMS, level: float = 0.95,
              flagged: Mapping[str, Iterable[int]] | None = None) -> pd.DataFrame:
-    """One row per claim. ``runs``: dataset → seed → :class:`Run`. ``flagged``: dataset → epochs whose
-    predictions are suspect (e.g. went through softmax twice): each claim is also evaluated without
-    them, and one whose verdict depends on them says so."""
+    """One row per claim. ``runs``: dataset → seed → :class:`Run`. ``flagged``: dataset → predictions
+    that are suspect (e.g. went through softmax twice), as epochs or (epoch, calibrated) pairs: each
+    claim is also evaluated without them, and one whose value depends on them says so."""
     rows = []
-    flagged = {ds: sorted(set(map(int, e))) for ds, e in (flagged or {}).items() if e}
+    flagged = {ds: list(e) for ds, e in (flagged or {}).items() if e}
     for claim in claims:
         row = evaluate_claim(claim, runs, level)
         row.update(without_flagged=math.nan, verdict_without_flagged="")
         involved = [ds for ds in (claim.dataset, claim.versus) if ds]
-        bad = sorted({e for ds in involved for e in flagged.get(ds, [])})
+        bad = [f for ds in involved for f in flagged.get(ds, [])]
         if bad and all(runs.get(ds) for ds in involved):
             clean = {ds: {s: r.without(flagged.get(ds, [])) for s, r in seeds.items()} for ds, seeds in runs.items()}
             other = evaluate_claim(claim, clean, level)
             row["without_flagged"], row["verdict_without_flagged"] = other["measured_mean"], other["verdict"]
-            used = [e for e in bad if any(e in r.epochs for ds in involved for r in runs[ds].values())]
+            without = f"without them {_fmt(other['measured_mean'])}, {other['verdict']}"
             if row["verdict"] == REPRODUCED and other["verdict"] != REPRODUCED:
-                note = (f"reproduced only with the epochs whose probabilities went through softmax twice "
-                        f"({', '.join(map(str, used))}); without them {_fmt(other['measured_mean'])}, "
-                        f"{other['verdict']}")
+                note = f"reproduced only with the predictions that went through softmax twice; {without}"
+            elif other["verdict"] != row["verdict"] or not np.isclose(other["measured_mean"], row["measured_mean"],
+                                                                        equal_nan=True):
+                note = f"rests partly on predictions that went through softmax twice; {without}"
             else:
-                note = (f"without the epochs flagged as double softmax ({', '.join(map(str, used))}): "
-                        f"{_fmt(other['measured_mean'])}, {other['verdict']}")
+                note = ""
             row["reason"] = "; ".join(x for x in (row["reason"], note) if x)
         rows.append(row)
     return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
+
+
+def describe_flagged(flagged: Iterable) -> str:
+    """“before calibration: epochs 1, 10; after calibration: epoch 1” for (epoch, calibrated) pairs."""
+    parts = []
+    for state, name in ((False, "before calibration"), (True, "after calibration")):
+        epochs = sorted(e for e, c in (f for f in flagged if isinstance(f, tuple)) if bool(c) == state)
+        if epochs:
+            parts.append(f"{name}: epoch{'s' if len(epochs) > 1 else ''} {', '.join(map(str, epochs))}")
+    whole = sorted(f for f in flagged if not isinstance(f, tuple))
+    if whole:
+        parts.append(f"epochs {', '.join(map(str, whole))}")
+    return "; ".join(parts)
 
 
 # --------------------------------------------------------------------------- files
