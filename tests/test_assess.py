@@ -110,7 +110,7 @@ def test_author_mnist_series_is_assessed_end_to_end(author_mnist):
 
 @needs_author
 def test_author_mnist_trust_matches_the_paper_after_calibration(author_mnist):
-    """SPEC §3: MNIST trust ≈ 0.65 and disbelief ≈ 0.35 per label, stable after calibration.
+    """docs/method.md §3: MNIST trust ≈ 0.65 and disbelief ≈ 0.35 per label, stable after calibration.
 
     On these files our algorithm gives, after calibration, per-label belief 0.636–0.699 and
     disbelief 0.300–0.362 over all 20 epochs (network 0.666–0.671 / 0.329–0.334). The paper

@@ -1,4 +1,4 @@
-"""Temperature scaling (SPEC §2)."""
+"""Temperature scaling (docs/method.md §2)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Dataset download, reading and splitting (SPEC §1) on files in torchvision's formats."""
+"""Dataset download, reading and splitting (docs/method.md §1) on files in torchvision's formats."""
 
 import csv
 import gzip

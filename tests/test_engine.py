@@ -1,4 +1,4 @@
-"""The fast training engine against the plain PyTorch reference (SPEC §1).
+"""The fast training engine against the plain PyTorch reference (docs/method.md §1).
 
 Tolerances: every float32 run here is compared with the same steps in float64
 (same initial parameters, same float32 inputs), and must stay within an error

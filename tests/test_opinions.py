@@ -1,4 +1,4 @@
-"""Tests of the subjective-logic operators (SPEC §4; Jøsang 2016 ch. 3 and 12)."""
+"""Tests of the subjective-logic operators (docs/method.md §4; Jøsang 2016 ch. 3 and 12)."""
 
 import math
 from fractions import Fraction
@@ -98,7 +98,7 @@ def josang_weighted(x, y):
 # --- hand-computed cases ----------------------------------------------------
 
 def test_golden_vector_cumulative_fusion():
-    # SPEC §4 (reference Java implementation): evidence per unit W is b/u, d/u:
+    # docs/method.md §4 (reference Java implementation): evidence per unit W is b/u, d/u:
     # r' = 1/6 + 1 + 3.5 = 4.6667, s' = 0.5 + 0.5 + 0.5 = 1.5, 1 + r' + s' = 7.1667
     # → b = 0.651, d = 0.209, u = 0.140.
     ops = Opinion(np.array([0.1, 0.4, 0.7]), np.array([0.3, 0.2, 0.1]), np.array([0.6, 0.4, 0.2]), 0.5)

@@ -40,3 +40,24 @@ def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
     assert "reproduction.html" in html and "reproduction.csv" in html
     for category in ("MNIST", "CIFAR-10", "Reproduction verdict", "Paper figures", "Chosen epochs"):
         assert category in html, category
+
+
+def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished, tmp_path):
+    from trustcal.study import BEGIN, END, write_study
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text(f"# title\n\nbefore\n\n{BEGIN}\nold text\n{END}\n\nafter\n")
+    block = write_study(finished, repo, None, "snakemake --cores 2")
+    readme = (repo / "README.md").read_text()
+    assert "old text" not in readme and readme.count(BEGIN) == 1 and readme.endswith(f"{END}\n\nafter\n")
+    assert block in readme
+    study = repo / "results" / "study"
+    for ds in ("mnist", "cifar10"):
+        assert (study / f"{ds}_trust_grid.png").stat().st_size > 10_000
+        trust = pd.read_csv(study / f"{ds}_trust.csv.gz")
+        assert set(trust["seed"]) == {0} and trust["epoch"].max() == 3
+    assert (study / "reproduction.md").read_text() == (finished / "results" / "reproduction.md").read_text()
+    assert "JPEG" in block and "`snakemake --cores 2`" in block
+    for claim in CLAIMS:
+        assert f"`{claim.id}`" in block

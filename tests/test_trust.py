@@ -1,4 +1,4 @@
-"""Trust opinions (SPEC §3) on cases small enough to compute by hand."""
+"""Trust opinions (docs/method.md §3) on cases small enough to compute by hand."""
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ def two_class(p1, labels):
 
 
 def test_cluster_edges_and_one_in_last_cluster():
-    # [i/10, (i+1)/10) for i < 9, and [0.9, 1] – 1.0 belongs to the last cluster (SPEC §3.1).
+    # [i/10, (i+1)/10) for i < 9, and [0.9, 1] – 1.0 belongs to the last cluster (docs/method.md §3.1).
     p = np.array([0.0, 0.0999, 0.1, 0.3, 0.5, 0.8999999, 0.9, 1.0])
     assert cluster_index(p, 10).tolist() == [0, 0, 1, 3, 5, 8, 9, 9]
     assert cluster_index(np.array([0.5, 1.0]), 2).tolist() == [1, 1]

@@ -1,4 +1,4 @@
-# Stage 5: temperature scaling per epoch (SPEC §2).
+# Stage 5: temperature scaling per epoch (docs/method.md §2).
 
 
 rule calibrate:

@@ -1,4 +1,4 @@
-# Stage 6: trust opinions (SPEC §3) and scores (SPEC §5) per epoch, before and
+# Stage 6: trust opinions (docs/method.md §3) and scores (docs/method.md §5) per epoch, before and
 # after calibration. Separate rules, so a change of a trust parameter reruns
 # only the trust tables and figures.
 

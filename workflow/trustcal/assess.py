@@ -14,13 +14,14 @@ directory only once it is complete, so a failure leaves no partial output.
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import pickle
 import warnings as pywarnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,8 +29,8 @@ import pandas as pd
 from . import __version__
 from .calibration import softmax
 from .external import (
-    ColumnError, InputWarning, Loaded, PredictionError, PredictionFile, ReadOptions, SeriesError, UnreadableFile,
-    Warn, discover, history_beside, load_series, read_bytes,
+    HISTORY_NAMES, ColumnError, InputWarning, Loaded, PredictionError, PredictionFile, ReadOptions, SeriesError,
+    UnreadableFile, Warn, discover, history_beside, load_series, read_bytes,
 )
 from .io import atomic_directory, write_csv
 from .stages import CALIBRATION_COLUMNS, calibration_row
@@ -39,6 +40,13 @@ from .trust import TrustParams
 MARKER = "assess.json"  # written last; marks a directory that assess may replace
 FIGURE_FORMATS = ("png", "pdf")
 SUMMARY_MAX_EPOCHS = 30  # more epochs than this: the summary shows the first and last 15
+
+# progress(items, what, unit) → the items, shown as they are worked through (the CLI passes a tqdm bar).
+Progress = Callable[[Sequence, str, str], Iterable]
+
+
+def no_progress(items: Sequence, what: str, unit: str) -> Iterable:
+    return items
 
 
 @dataclass
@@ -162,6 +170,22 @@ def read_history(path: str | Path) -> pd.DataFrame:
     return df.assign(seed=df["seed"] if "seed" in df else 0)
 
 
+def _refuse_histories(sources) -> None:
+    """Raise a clear error if a file given as predictions is a training history (what --history reads)."""
+    named = [Path(m) for s in map(str, sources) for m in (sorted(glob.glob(s)) if glob.has_magic(s) else [s])]
+    for path in named:
+        if path.is_file():
+            try:
+                read_history(path)
+            except Exception:
+                continue
+            raise PredictionError(
+                f"{path}: a training loss history, not predictions. Fix: pass it with --history FILE, beside the "
+                f"predictions, e.g. trustcal assess preds/ --history {path.name} --out assessed/ "
+                f"(a {' or '.join(HISTORY_NAMES)} in the predictions' directory is used by itself)."
+            )
+
+
 def assess(
     sources,
     read: ReadOptions = ReadOptions(),
@@ -172,10 +196,16 @@ def assess(
     t_min: float = 0.01,
     t_max: float = 100.0,
     history: str | Path | None = None,
+    progress: Progress = no_progress,
 ) -> Assessment:
     """Read, check and assess the predictions named by ``sources`` (files, directories, globs)."""
     warnings: list[InputWarning] = []
-    files, skipped = discover(sources, read)
+    sources = [sources] if isinstance(sources, (str, Path)) else sources
+    try:
+        files, skipped = discover(sources, read)
+    except PredictionError:
+        _refuse_histories(sources)
+        raise
     if read.validation and len(files) > 1:
         raise PredictionError(
             f"--validation {read.validation}: applies to a single prediction file, but {len(files)} were given. "
@@ -185,7 +215,11 @@ def assess(
         history = history_beside(skipped)
         skipped = [p for p in skipped if p != history]
     history_table = read_history(history) if history else None
-    loaded = load_series(files, read, warnings.append)
+    try:
+        loaded = load_series(progress(files, "reading", "file"), read, warnings.append)
+    except PredictionError:
+        _refuse_histories([f.path for f in files])
+        raise
     preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max)
     tables = {**trust_tables(preds, trust, sweep), **score_tables(preds, metrics)}
     if calibration is not None:
@@ -208,15 +242,20 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
     """(name, draw(paths)) for every figure of figures.FIGURES the tables allow, and the names left out.
 
     Figures that need the training history (the loss curves, and those showing the first, best-validation
-    and last epochs) are drawn only with a history (--history, or one found in a prediction directory by
-    :func:`external.history_beside`); those with the epoch on the x axis only for a series.
+    and last epochs) are drawn for a series only with a history (--history, or one found in a prediction
+    directory by :func:`external.history_beside`); those with the epoch on the x axis only for a series.
+    A single epoch is its own first, best and last epoch: its reliability, trust spectrum and trust
+    density figures are always drawn.
     """
     from . import figures
 
-    series = a.tables["trust"]["epoch"].nunique() >= 2
+    epochs = a.tables["trust"]["epoch"].unique()
+    series = len(epochs) >= 2
     tables = dict(a.tables)
     if a.history is not None:
         tables["history"] = a.history
+    if not series:
+        tables["history"] = pd.DataFrame({"epoch": epochs[:1], "train_loss": np.nan, "val_loss": np.nan})
     jobs, left_out = [], []
     for name, (needs, _) in figures.FIGURES.items():
         if (name in SERIES_FIGURES and not series) or not all(t in tables for t in needs):
@@ -226,12 +265,12 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
     return jobs, left_out
 
 
-def draw_figures(a: Assessment, fig_dir: Path, title: str) -> list[str]:
+def draw_figures(a: Assessment, fig_dir: Path, title: str, progress: Progress = no_progress) -> list[str]:
     """Draw every figure into ``fig_dir``; a figure that fails is skipped with a warning, never fatal."""
     fig_dir.mkdir(parents=True, exist_ok=True)
     drawn = []
     jobs, a.figures_left_out = _figure_jobs(a, title)
-    for name, draw in jobs:
+    for name, draw in progress(jobs, "figures", "figure"):
         paths = [fig_dir / f"{name}.{ext}" for ext in FIGURE_FORMATS]
         try:
             with pywarnings.catch_warnings():
@@ -317,6 +356,30 @@ def format_summary(a: Assessment) -> str:
     return "\n".join(head + ["", groups, header, *rows, ""] + foot)
 
 
+def _file_list(a: Assessment) -> list[dict]:
+    return [dict(path=str(f.path), epoch=f.epoch, calibrated=f.calibrated) for f in a.files]
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return json.loads(df.to_json(orient="records", double_precision=15))  # NaN → null, numpy → Python numbers
+
+
+def summary_dict(a: Assessment) -> dict:
+    """The summary for scripts (``trustcal assess --json``): per epoch and state on the test predictions,
+    accuracy, ECE, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty); the files,
+    the temperatures fitted, the figures and every warning. Undefined numbers are null."""
+    return dict(
+        trustcal_version=__version__,
+        files=_file_list(a), skipped=[str(p) for p in a.skipped],
+        classes=a.classes, test_samples=a.samples, clusters=a.clusters, ece_bins=a.ece_bins,
+        history=str(a.history_file) if a.history_file else None,
+        epochs=_records(summary_table(a.tables)),
+        temperatures=_records(a.tables["calibration"][["epoch", "temperature"]]) if "calibration" in a.tables else [],
+        figures=a.figures, figures_left_out=a.figures_left_out,
+        warnings=[dict(code=w.code, file=w.file, message=w.message) for w in a.warnings],
+    )
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -350,7 +413,7 @@ def write_paper_verdict(a: Assessment, dataset: str, out: Path, settings: dict) 
 
 
 def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = True, meta: dict | None = None,
-                     paper_claims: str | None = None) -> None:
+                     paper_claims: str | None = None, progress: Progress = no_progress) -> None:
     """Tables, figures, summary.txt, warnings.txt and assess.json into ``out`` (a fresh directory);
     with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims."""
     for name, df in a.tables.items():
@@ -363,12 +426,12 @@ def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = Tr
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     if figures:
-        a.figures = draw_figures(a, fig_dir, title)
+        a.figures = draw_figures(a, fig_dir, title, progress)
     (out / "summary.txt").write_text(a.summary() + "\n")
     (out / "warnings.txt").write_text("".join(f"[{w.code}] {w}\n" for w in a.warnings))
     info = dict(
         trustcal_version=__version__,
-        files=[dict(path=str(f.path), epoch=f.epoch, calibrated=f.calibrated) for f in a.files],
+        files=_file_list(a),
         skipped=[str(p) for p in a.skipped],
         history=str(a.history_file) if a.history_file else None,
         tables=[f"{n}.csv" for n in a.tables], figures=a.figures, warnings=len(a.warnings),
@@ -396,16 +459,18 @@ def assess_to_dir(
     title: str | None = None,
     figures: bool = True,
     paper_claims: str | None = None,
+    progress: Progress = no_progress,
 ) -> Assessment:
     """:func:`assess`, then write everything to ``out``; on any error ``out`` is left as it was.
-    ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims about that dataset."""
+    ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims about that dataset.
+    ``progress`` shows the reading of the files and the drawing of the figures."""
     sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
     with atomic_directory(out, MARKER) as tmp:
-        a = assess(sources, read, trust, metrics, sweep, t_min=t_min, t_max=t_max, history=history)
+        a = assess(sources, read, trust, metrics, sweep, t_min=t_min, t_max=t_max, history=history, progress=progress)
         meta = dict(
             sources=sources, read_options=asdict(read), trust=asdict(trust), metrics=asdict(metrics),
             sweep=asdict(sweep) if sweep else None, t_min=t_min, t_max=t_max,
         )
         write_assessment(a, tmp, title=title or default_title(sources), figures=figures, meta=meta,
-                         paper_claims=paper_claims)
+                         paper_claims=paper_claims, progress=progress)
     return a

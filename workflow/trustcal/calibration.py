@@ -1,4 +1,4 @@
-"""Temperature scaling (Guo et al. 2017; SPEC §2), in float64 NumPy.
+"""Temperature scaling (Guo et al. 2017; docs/method.md §2), in float64 NumPy.
 
 The mean NLL of softmax(β z) is convex in β = 1/T: its derivative is
 g(β) = mean(E_p[z] − z_y) and its second derivative mean(Var_p[z]) ≥ 0.

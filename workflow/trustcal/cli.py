@@ -2,17 +2,22 @@
 
 Exit codes: 0 done (warnings included), 2 bad input or bad arguments (the
 message names the file and the fix), 1 an unexpected internal failure.
+
+Only the summary (or with ``--json`` the JSON document) goes to stdout;
+warnings, errors and the progress bars (on a terminal only) go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import textwrap
 from dataclasses import fields
 from pathlib import Path
 
+from . import __version__
 from .io import TrustcalError
 
 DESCRIPTION = """\
@@ -57,8 +62,10 @@ output (--out DIR, replaced whole only when everything succeeded):
   trust.csv, dynamic_trust.csv, trust_sweep.csv, scores.csv, trust_spectrum.csv,
   reliability.csv, trust_density.csv (the workflow's tables; the input files are
   the test split), calibration.csv (when temperature scaling was fitted),
-  figures/ (trust_grid for a series, loss_curves with a history),
+  figures/ (trust_grid for a series, loss_curves with a history; reliability and
+  trust_spectrum for a single file, or a series with a history),
   summary.txt, warnings.txt, assess.json (inputs and parameters).
+  stdout: the summary; --json: one JSON document instead; --quiet: nothing.
 
 examples:
   trustcal assess ../shared/reference/author-predictions/MNIST_PRED --out results/author_mnist
@@ -104,20 +111,41 @@ def _open_unit_float(text: str) -> float:
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in two lines, the problem and the short usage, instead of the whole usage."""
+
+    def error(self, message: str):
+        usage = self.format_usage().strip()
+        self.exit(2, f"{self.prog}: error: {message}\n{usage}   ({self.prog} --help lists every option)\n")
+
+
+OUT_REQUIRED = "--out DIR is required (where to write the tables and figures); e.g. trustcal assess {} --out assessed/"
+
+
+def _show_progress(items, what: str, unit: str):
+    """A progress bar on stderr (only used when stderr is a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(items, desc=what, unit=f" {unit}s", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .external import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
     from .tables import MetricParams, SweepParams
     from .trust import FUSIONS, REPRESENTATIVES, TrustParams
 
     tp, mp, sp, ro = TrustParams(), MetricParams(), SweepParams(), ReadOptions()
-    parser = argparse.ArgumentParser(prog="trustcal", description=DESCRIPTION)
+    parser = _Parser(prog="trustcal", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     a = sub.add_parser(
         "assess", help="trust opinions, ECE, NetTrustScore and figures of any model's predictions",
+        usage="%(prog)s FILE_OR_DIR... --out DIR [options]",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    a.set_defaults(parser=a)  # for the usage errors found after parsing
     a.add_argument("sources", nargs="+", metavar="FILE_OR_DIR", help="prediction file(s), a directory or a glob")
-    a.add_argument("--out", "-o", required=True, metavar="DIR", help="output directory (created; replaced if written by trustcal before)")
+    a.add_argument("--out", "-o", metavar="DIR", help="output directory (required; created; replaced if written by trustcal before)")
 
     g = a.add_argument_group("reading")
     g.add_argument("--format", choices=FORMATS, default=ro.format, help="file format (default: from name and contents)")
@@ -135,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--history", metavar="FILE", help="training history for the loss figure: CSV epoch,train_loss,val_loss "
                    "or a pickled {'train','val'} .npy (unpickled with numpy's array types only; a file naming anything else is refused)")
 
-    g = a.add_argument_group("trust opinion (paper §5, SPEC §3; defaults: the paper's)")
+    g = a.add_argument_group("trust opinion (paper §5, docs/method.md §3; defaults: the paper's)")
     g.add_argument("--clusters", type=_positive_int, default=tp.clusters, metavar="M", help="probability clusters per class (default: %(default)s)")
     g.add_argument("--weight", type=_positive_float, default=tp.weight, metavar="W", help="non-informative prior weight (default: %(default)s)")
     g.add_argument("--alpha", type=_nonnegative_float, default=tp.alpha, help="weight of excess evidence t − n·RP (default: %(default)s)")
@@ -149,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sweep-epochs", type=int, nargs="+", default=list(sp.epochs), metavar="E",
                    help="epochs of trust_sweep.csv; the last epoch is always added (default: %(default)s)")
 
-    g = a.add_argument_group("metrics (SPEC §5–8)")
+    g = a.add_argument_group("metrics (docs/method.md §5–8)")
     g.add_argument("--ece-bins", type=_positive_int, nargs="+", default=list(mp.ece_bins), metavar="M",
                    help="ECE bin counts; the first is the 'ece' column (default: %(default)s)")
     g.add_argument("--nts-alpha", type=_positive_float, default=mp.nts_alpha, help="NetTrustScore reward exponent (default: %(default)s)")
@@ -167,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     g = a.add_argument_group("output")
     g.add_argument("--title", help="figure title (default: the input directory's name)")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    quiet = g.add_mutually_exclusive_group()
+    quiet.add_argument("--json", action="store_true",
+                       help="print the summary as one JSON document on stdout (for scripts): per epoch and state "
+                       "the metrics and the network trust opinion, the files, figures and warnings")
+    quiet.add_argument("--quiet", "-q", action="store_true", help="print nothing but warnings and errors (on stderr)")
     g.add_argument("--paper-claims", choices=("mnist", "cifar10"), metavar="DATASET",
                    help="also judge the paper's claims about DATASET (mnist or cifar10) on these predictions: "
                    "reproduction.md and .csv")
@@ -200,7 +233,7 @@ def print_warnings(warnings, file=None) -> None:
 
 
 def run_assess(args) -> int:
-    from .assess import assess_to_dir
+    from .assess import assess_to_dir, no_progress, summary_dict
     from .external import ReadOptions
     from .tables import MetricParams, SweepParams
     from .trust import TrustParams
@@ -214,22 +247,30 @@ def run_assess(args) -> int:
     read = _dataclass_from(ReadOptions, args)
     metrics = _dataclass_from(MetricParams, args)
     sweep = SweepParams(clusters=tuple(args.clusters_sweep), epochs=tuple(args.sweep_epochs))
+    show = _show_progress if sys.stderr.isatty() and not args.quiet else no_progress
     result = assess_to_dir(
         args.sources, args.out, read, trust, metrics, sweep, t_min=args.t_min, t_max=args.t_max,
         history=args.history, title=args.title, figures=not args.no_figures, paper_claims=args.paper_claims,
+        progress=show,
     )
     print_warnings(result.warnings)
-    print(result.summary())
     written = [f"{n}.csv" for n in result.tables] + ["summary.txt", "warnings.txt", "assess.json"]
     if args.paper_claims:
         written += ["reproduction.md", "reproduction.csv"]
-    print(f"\nwritten to {args.out}/: {', '.join(written)}" + (f", figures/ ({len(result.figures)} files)" if result.figures else ""))
+    if args.json:
+        print(json.dumps({**summary_dict(result), "out": str(args.out), "written": written}, indent=2))
+    elif not args.quiet:
+        print(result.summary())
+        print(f"\nwritten to {args.out}/: {', '.join(written)}" + (f", figures/ ({len(result.figures)} files)" if result.figures else ""))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "assess" and args.out is None:
+        example = " ".join(args.sources) if len(" ".join(args.sources)) <= 60 else "preds/"
+        args.parser.error(OUT_REQUIRED.format(example))
     try:
         if args.command == "assess":
             return run_assess(args)

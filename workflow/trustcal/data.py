@@ -5,7 +5,7 @@ The raw files live where torchvision keeps them under ``data_dir``
 archives or their extracted contents) are verified by archive md5 or by
 content md5, extracted by us, and never deleted or overwritten; only an
 archive this process downloaded itself may be deleted (when corrupt). The
-prepared splits are uint8 arrays in NCHW layout (SPEC §1: the last 10 % of
+prepared splits are uint8 arrays in NCHW layout (docs/method.md §1: the last 10 % of
 the training set is the validation set, as Keras' ``validation_split`` takes
 the tail unshuffled).
 """

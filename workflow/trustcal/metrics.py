@@ -3,11 +3,11 @@
 Every function takes ``probs`` (N × K floats, rows summing to 1) and
 ``labels`` (N integers in [0, K)) and is pure and vectorised (no per-sample
 Python loop). Formulas and sources are in each docstring; section numbers
-refer to ``SPEC.md``.
+refer to ``docs/method.md``.
 
 Bin-edge conventions (stated once, used everywhere):
 
-* **Equal-width bins** (``binning="width"``, Guo et al. 2017; SPEC §5): M bins
+* **Equal-width bins** (``binning="width"``, Guo et al. 2017; docs/method.md §5): M bins
   ``(i/M, (i+1)/M]``, right-closed, with a confidence of exactly 0 put in the
   first bin. The edges are ``i/M`` computed by one correctly rounded division,
   so a confidence of exactly 0.3 (the float nearest 3/10) lands in
@@ -23,7 +23,7 @@ Bin-edge conventions (stated once, used everywhere):
   rank r ∈ [0, N) the bin ``⌊r·M/N⌋``; bins hold ⌊N/M⌋ or ⌈N/M⌉ samples.
   Equal confidences may straddle two bins; this keeps the populations equal,
   which is what the adaptive estimator is for.
-* **Geometric measured bins** (SPEC §7): see :func:`geometric_bins`.
+* **Geometric measured bins** (docs/method.md §7): see :func:`geometric_bins`.
 """
 
 from __future__ import annotations
@@ -128,20 +128,20 @@ def _binned_means(conf: np.ndarray, hit: np.ndarray, idx: np.ndarray, n_bins: in
 
 
 def accuracy(probs, labels) -> float:
-    """Fraction of samples whose argmax equals the label (SPEC §5)."""
+    """Fraction of samples whose argmax equals the label (docs/method.md §5)."""
     probs, labels = _check(probs, labels)
     return float(np.mean(np.argmax(probs, axis=1) == labels))
 
 
 def nll(probs, labels, eps: float = 1e-12) -> float:
-    """Mean negative log-likelihood −(1/N) Σ_i log max(p_{i,y_i}, eps) (SPEC §5)."""
+    """Mean negative log-likelihood −(1/N) Σ_i log max(p_{i,y_i}, eps) (docs/method.md §5)."""
     probs, labels = _check(probs, labels)
     p_true = probs[np.arange(len(labels)), labels]
     return float(-np.mean(np.log(np.clip(p_true, eps, 1.0))))
 
 
 def brier(probs, labels) -> float:
-    """Brier score (1/N) Σ_i Σ_k (p_ik − 1[y_i = k])² (SPEC §5; Brier 1950)."""
+    """Brier score (1/N) Σ_i Σ_k (p_ik − 1[y_i = k])² (docs/method.md §5; Brier 1950)."""
     probs, labels = _check(probs, labels)
     onehot = np.zeros_like(probs)
     onehot[np.arange(len(labels)), labels] = 1.0
@@ -156,7 +156,7 @@ def _top_label_gaps(probs, labels, n_bins: int, binning: str):
 
 
 def ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
-    """Top-label expected calibration error (Guo et al. 2017; SPEC §5).
+    """Top-label expected calibration error (Guo et al. 2017; docs/method.md §5).
 
     ECE = Σ_m |B_m|/N · |acc(B_m) − conf(B_m)| with confidence = max prob,
     prediction = argmax, and bins as in the module docstring.
@@ -166,13 +166,13 @@ def ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
 
 
 def mce(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
-    """Maximum calibration error max_m |acc(B_m) − conf(B_m)| over non-empty bins (SPEC §5)."""
+    """Maximum calibration error max_m |acc(B_m) − conf(B_m)| over non-empty bins (docs/method.md §5)."""
     count, gap = _top_label_gaps(probs, labels, n_bins, binning)
     return float(np.max(gap[count > 0]))
 
 
 def classwise_ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
-    """Classwise ECE (Kull et al. 2019; SPEC §5): mean over classes k of the
+    """Classwise ECE (Kull et al. 2019; docs/method.md §5): mean over classes k of the
     one-vs-rest ECE of (p_ik, 1[y_i = k]),
     (1/K) Σ_k Σ_m |B_km|/N · |freq(B_km) − mean p(B_km)|.
     """
@@ -196,7 +196,7 @@ def classwise_ece(probs, labels, n_bins: int = 10, binning: str = "width") -> fl
 
 
 def question_answer_trust(probs, labels, alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
-    """Question-answer trust per sample (Wong et al. Eq. 3; SPEC §6).
+    """Question-answer trust per sample (Wong et al. Eq. 3; docs/method.md §6).
 
     Q_i = C_i^α if argmax_i = y_i, else (1 − C_i)^β, with C_i = max_k p_ik
     (clipped to [0, 1] so float32 round-off cannot make 1 − C negative).
@@ -209,7 +209,7 @@ def question_answer_trust(probs, labels, alpha: float = 1.0, beta: float = 1.0) 
 
 def trust_spectrum(probs, labels, n_classes: int | None = None,
                    alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
-    """Trust spectrum T(z) = mean of Q_i over samples with true label z (Wong Eq. 5; SPEC §6).
+    """Trust spectrum T(z) = mean of Q_i over samples with true label z (Wong Eq. 5; docs/method.md §6).
 
     Returns an array of length ``n_classes`` (default K); NaN for labels
     that do not occur.
@@ -225,7 +225,7 @@ def trust_spectrum(probs, labels, n_classes: int | None = None,
 
 
 def net_trust_score(probs, labels, alpha: float = 1.0, beta: float = 1.0) -> float:
-    """NetTrustScore T_M = Σ_z P(z) T(z), P(z) the label frequency (Wong Eq. 6; SPEC §6).
+    """NetTrustScore T_M = Σ_z P(z) T(z), P(z) the label frequency (Wong Eq. 6; docs/method.md §6).
 
     With P(z) = n_z/N this is exactly the mean of Q over all samples.
     """
@@ -236,7 +236,7 @@ def net_trust_score(probs, labels, alpha: float = 1.0, beta: float = 1.0) -> flo
 
 
 def expected_confidence(probs, labels) -> tuple[float, float]:
-    """Mean confidence C = max prob on correct and on incorrect answers (Wong Eq. 7–8; SPEC §6).
+    """Mean confidence C = max prob on correct and on incorrect answers (Wong Eq. 7–8; docs/method.md §6).
 
     Returns (C̄_correct, C̄_incorrect); NaN for a group with no sample.
     """
@@ -249,7 +249,7 @@ def expected_confidence(probs, labels) -> tuple[float, float]:
 
 
 def trust_density(q, gamma: float = 0.5, grid=None) -> tuple[np.ndarray, np.ndarray]:
-    """Trust density: reflected Gaussian KDE of question-answer trust values (Wong §2.2; SPEC §6).
+    """Trust density: reflected Gaussian KDE of question-answer trust values (Wong §2.2; docs/method.md §6).
 
     f(x) = 1/(N h) Σ_i Σ_k [φ((x − 2k − q_i)/h) + φ((x − 2k + q_i)/h)],  h = γ/√N,
 
@@ -304,7 +304,7 @@ def trust_density_table(probs, labels, gamma: float = 0.5, grid=None,
 def generalized_mean(x, rho: float, weights=None) -> float:
     """Generalized (power) mean M_ρ(x) = (Σ w_i x_i^ρ / Σ w_i)^(1/ρ); M_0 = exp(Σ w_i log x_i / Σ w_i).
 
-    x ≥ 0. A zero gives M_ρ = 0 for ρ ≤ 0 (the limit). Source: SPEC §7,
+    x ≥ 0. A zero gives M_ρ = 0 for ρ ≤ 0 (the limit). Source: docs/method.md §7,
     George et al. §3.
     """
     x = np.asarray(x, dtype=float)
@@ -325,7 +325,7 @@ def _correct_class_probs(probs: np.ndarray, labels: np.ndarray):
 
 
 def _geometric_binning(q: np.ndarray, n_bins: int):
-    """Equal-population bins over the correct-class probabilities q (SPEC §7).
+    """Equal-population bins over the correct-class probabilities q (docs/method.md §7).
 
     Returns (assign, lower, upper, singular): ``assign(values)`` gives the bin
     of any probabilities (−1 if none), and per-bin edges and singular flags.
@@ -361,7 +361,7 @@ def _geometric_binning(q: np.ndarray, n_bins: int):
 
 
 def geometric_bins(probs, labels, eps: float = 0.01, n_bins: int = 10) -> pd.DataFrame:
-    """Bins of the measured correct-class probability (SPEC §7; George et al. §4).
+    """Bins of the measured correct-class probability (docs/method.md §7; George et al. §4).
 
     Procedure (choices marked *):
 
@@ -398,7 +398,7 @@ def geometric_bins(probs, labels, eps: float = 0.01, n_bins: int = 10) -> pd.Dat
 
 
 def geometric_metrics(probs, labels, eps: float = 0.01, n_bins: int = 10) -> dict[str, float]:
-    """Geometric accuracy, decisiveness and robustness, reported and measured (SPEC §7).
+    """Geometric accuracy, decisiveness and robustness, reported and measured (docs/method.md §7).
 
     Reported: generalized means of q_i = max(p_{i,y_i}, ε) with ρ = 0
     (geometric accuracy), 1 (decisiveness), −2/3 (robustness).
@@ -428,7 +428,7 @@ def geometric_metrics(probs, labels, eps: float = 0.01, n_bins: int = 10) -> dic
 
 
 def reliability_curve(probs, labels, n_bins: int = 10, class_index: int | None = None) -> pd.DataFrame:
-    """Reliability diagram in equal-width bins (SPEC §8; Jospin et al. Eq. 49).
+    """Reliability diagram in equal-width bins (docs/method.md §8; Jospin et al. Eq. 49).
 
     ``class_index=None``: top-label (confidence = max prob, event = argmax is
     right). An int c: one-vs-rest (predicted p_ic, event y_i = c).
@@ -466,7 +466,7 @@ def reliability_table(probs, labels, n_bins: int = 10) -> pd.DataFrame:
 
 
 def reliability_summary(curve: pd.DataFrame) -> dict[str, float]:
-    """Summary numbers of a reliability curve (SPEC §8; Jospin et al. Eq. 53–54).
+    """Summary numbers of a reliability curve (docs/method.md §8; Jospin et al. Eq. 53–54).
 
     * ``squared_distance`` = Σ_m n_m (obs_m − pred_m)² / Σ_m n_m: the squared
       distance to the diagonal integrated against the distribution of the

@@ -1,4 +1,4 @@
-"""The paper's two classifiers (SPEC §1), returning logits.
+"""The paper's two classifiers (docs/method.md §1), returning logits.
 
 The paper's Keras CIFAR-10 model ends in a softmax layer trained with a
 non-logit loss; that is the same function as logits + cross-entropy, and the

@@ -1,4 +1,4 @@
-"""Binomial subjective-logic opinions and their fusion operators (SPEC §4).
+"""Binomial subjective-logic opinions and their fusion operators (docs/method.md §4).
 
 Source: A. Jøsang, *Subjective Logic* (Springer 2016), ch. 3 (opinions and
 evidence) and ch. 12 (belief fusion); the weighted fusion operator is from
@@ -122,7 +122,7 @@ def opinion_from_evidence(r, s, weight: float = 2.0, base_rate=0.5) -> Opinion:
     """Binomial opinion from positive evidence r and negative evidence s (Eq. 1).
 
     b = r/(W+r+s), d = s/(W+r+s), u = W/(W+r+s), a = base_rate
-    (Jøsang 2016, Eq. 3.11; SPEC §3 step 4). ``r``, ``s`` ≥ 0 may be arrays.
+    (Jøsang 2016, Eq. 3.11; docs/method.md §3.4). ``r``, ``s`` ≥ 0 may be arrays.
     W must be > 0, so the denominator is never 0 and the opinion is never
     dogmatic; infinite evidence gives the dogmatic limit.
     """

@@ -117,7 +117,7 @@ def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> No
 
 
 def trust_stage(logit_paths, calibration_csv, outputs: dict[str, str], params: TrustParams, sweep: SweepParams) -> None:
-    """SPEC §3 per epoch, before and after calibration: trust.csv, dynamic_trust.csv, trust_sweep.csv."""
+    """docs/method.md §3 per epoch, before and after calibration: trust.csv, dynamic_trust.csv, trust_sweep.csv."""
     write_tables(trust_tables(list(load_predictions(logit_paths, calibration_csv)), params, sweep), outputs)
 
 

@@ -65,13 +65,13 @@ def _by_split(preds: Iterable[Predictions], split: str) -> list[Predictions]:
 
 
 def trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd.DataFrame:
-    """SPEC §3 on the test predictions: K class opinions + the network opinion per (epoch, calibrated)."""
+    """docs/method.md §3 on the test predictions: K class opinions + the network opinion per (epoch, calibrated)."""
     frames = [_prepend(trust_opinions(p.probs, p.labels, params), p, with_split=False) for p in _by_split(preds, "test")]
     return pd.concat(frames, ignore_index=True)[list(TRUST_COLUMNS)]
 
 
 def dynamic_trust(fit: Predictions, new: Predictions, params: TrustParams) -> pd.DataFrame:
-    """Per-prediction opinions (SPEC §3.6) of ``new``, from the cluster opinions of ``fit``.
+    """Per-prediction opinions (docs/method.md §3.6) of ``new``, from the cluster opinions of ``fit``.
 
     A prediction with predicted class k and probability p gets the opinion of
     (k, cluster(p)) learned on ``fit``. Returns one row per sample.

@@ -264,7 +264,7 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
 def train(cfg: TrainConfig, data: dict[str, np.ndarray], ckpt_dir: str | Path) -> pd.DataFrame:
     """Train one seed to ``cfg.epochs``, resuming from the last checkpoint in ``ckpt_dir``.
 
-    Returns the per-epoch history (SPEC §1): mean training loss/accuracy over
+    Returns the per-epoch history (docs/method.md §1): mean training loss/accuracy over
     the epoch's batches, validation loss/accuracy after the epoch, seconds.
     """
     return train_seeds([cfg], data, [ckpt_dir])[0]

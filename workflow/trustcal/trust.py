@@ -1,4 +1,4 @@
-"""Trust opinion of a classifier (Ouattara, §5 and Algorithm 1; SPEC §3).
+"""Trust opinion of a classifier (Ouattara, §5 and Algorithm 1; docs/method.md §3).
 
 For every class c the N predicted probabilities P[:, c] are split into M
 clusters [i/M, (i+1)/M) (the last one closed at 1). In cluster i with n_i
@@ -96,7 +96,7 @@ def _fuse_evidence(r: np.ndarray, s: np.ndarray, method: str, weight: float, bas
 
 
 def trust_opinions(probs: np.ndarray, labels: np.ndarray, params: TrustParams = TrustParams()) -> pd.DataFrame:
-    """Class opinions and the network opinion (SPEC §3, steps 1–5).
+    """Class opinions and the network opinion (docs/method.md §3.1–3.5).
 
     Returns one row per label (0 … K−1, then ``network``) with ``belief,
     disbelief, uncertainty, base_rate, positive_evidence, negative_evidence``.

@@ -53,7 +53,7 @@ LATE_EPOCH = 20  # "after (approximately) 20 epochs"
 COMPONENTS = ("belief", "disbelief", "uncertainty")
 BEFORE, AFTER = 0, 1  # calibration state index
 
-# The paper's setup (SPEC §1–3); a run that differs is flagged in the verdict.
+# The paper's setup (docs/method.md §1–3); a run that differs is flagged in the verdict.
 PAPER_SETTINGS = {
     "epochs": 100, "clusters": 10, "weight": 2.0, "alpha": 1.0, "beta": 1.0, "base_rate": 0.5,
     "representative": "midpoint", "cluster_fusion": "cumulative", "class_fusion": "cumulative",

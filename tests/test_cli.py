@@ -1,0 +1,163 @@
+"""The `trustcal` command line itself: --version, --json, --quiet, progress bars and short usage errors.
+
+What is assessed (formats, checks, tables) is tested in test_assess.py.
+"""
+
+import io
+import json
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import trustcal
+from conftest import AUTHOR_PREDICTIONS
+from trustcal import cli
+from trustcal.calibration import softmax
+
+MNIST_PRED = AUTHOR_PREDICTIONS / "MNIST_PRED"
+needs_author = pytest.mark.skipif(not MNIST_PRED.exists(), reason=f"author predictions not found in {AUTHOR_PREDICTIONS}")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def run(*args, stderr=None):
+    """cli.main in-process: (exit code, stdout, stderr); a usage error's SystemExit gives its code."""
+    out, err = io.StringIO(), stderr or io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = cli.main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def write_preds(path, seed=0, n=60, k=4, scale=1.0):
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % k
+    logits = rng.normal(size=(n, k))
+    logits[np.arange(n), labels] += 2.0
+    probs = softmax(logits) * scale
+    df = pd.DataFrame(probs, columns=[f"p{c}" for c in range(k)]).assign(label=labels)
+    df.to_csv(path, index=False, float_format="%.8f")
+    return path
+
+
+@pytest.fixture
+def series(tmp_path):
+    """Two epochs; the second does not sum to 1, so --renormalize gives a warning."""
+    d = tmp_path / "preds"
+    d.mkdir()
+    write_preds(d / "bef_1.csv", seed=1)
+    write_preds(d / "bef_2.csv", seed=2, scale=1.01)
+    return d
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "trustcal", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == f"trustcal {trustcal.__version__}\n" and proc.stderr == ""
+
+
+def test_json_is_the_only_output_on_stdout(series, tmp_path):
+    out = tmp_path / "out"
+    code, stdout, stderr = run("assess", series, "--out", out, "--renormalize", "--no-figures", "--json")
+    assert code == 0, stderr
+    doc = json.loads(stdout)
+    assert "warning [renormalized]" in stderr and "{" not in stderr
+    assert doc["trustcal_version"] == trustcal.__version__ and doc["out"] == str(out)
+    assert [(f["path"], f["epoch"]) for f in doc["files"]] == [(str(series / "bef_1.csv"), 1), (str(series / "bef_2.csv"), 2)]
+    assert doc["classes"] == 4 and doc["test_samples"] == [60]
+    assert [w["code"] for w in doc["warnings"]] == ["renormalized"] and "bef_2.csv" in doc["warnings"][0]["file"]
+    assert "trust.csv" in doc["written"] and doc["figures"] == []
+    # every metric of the summary table, per epoch and state, as in the tables written
+    scores = pd.read_csv(out / "scores.csv").query("split == 'test'")
+    trust = pd.read_csv(out / "trust.csv").query("label == 'network'")
+    assert [(r["epoch"], r["calibrated"]) for r in doc["epochs"]] == [(1, False), (2, False)]
+    for row in doc["epochs"]:
+        s = scores[scores["epoch"] == row["epoch"]].iloc[0]
+        t = trust[trust["epoch"] == row["epoch"]].iloc[0]
+        for key in ("accuracy", "ece", "net_trust_score"):
+            assert row[key] == pytest.approx(s[key], rel=1e-9), key
+        for key in ("belief", "disbelief", "uncertainty"):
+            assert row[key] == pytest.approx(t[key], rel=1e-9), key
+
+
+def test_quiet_prints_only_warnings(series, tmp_path):
+    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures", "--quiet")
+    assert code == 0 and stdout == ""
+    assert stderr.startswith("warning [renormalized]") and "epoch" not in stderr
+    assert (tmp_path / "out" / "summary.txt").read_text().startswith("trustcal assess: 2 prediction files")
+    code, _, stderr = run("assess", series, "--out", tmp_path / "out", "--quiet", "--json")
+    assert code == 2 and "not allowed with" in stderr
+
+
+def test_progress_bars_only_on_a_terminal(series, tmp_path):
+    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures",
+                               stderr=Terminal())
+    assert code == 0 and "\rreading:" in stderr and "/2 [" in stderr  # a bar over the 2 files (cleared at the end)
+    assert stdout.startswith("trustcal assess: 2 prediction files") and "reading" not in stdout
+    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures", "--quiet",
+                               stderr=Terminal())
+    assert code == 0 and stdout == "" and "reading" not in stderr
+    code, _, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
+    assert code == 0 and "reading" not in stderr  # not a terminal: no bar (test_assess checks stderr == "")
+
+
+def test_single_file_gets_reliability_and_trust_spectrum_figures(tmp_path):
+    out = tmp_path / "out"
+    code, stdout, stderr = run("assess", write_preds(tmp_path / "model.csv"), "--out", out)
+    assert code == 0, stderr
+    drawn = {p.name for p in (out / "figures").iterdir()}
+    for name in ("reliability", "trust_spectrum", "trust_density"):
+        assert {f"{name}.png", f"{name}.pdf"} <= drawn, name
+        assert (out / "figures" / f"{name}.png").stat().st_size > 10_000
+    assert "trust_grid.png" not in drawn  # needs the epoch axis
+    left_out = next(line for line in stdout.splitlines() if line.startswith("figures not drawn"))
+    assert "reliability" not in left_out and "trust_spectrum" not in left_out and "trust_grid" in left_out
+
+
+def test_missing_out_is_a_short_error_naming_the_fix(tmp_path):
+    code, stdout, stderr = run("assess", "preds")
+    assert code == 2 and stdout == ""
+    assert "--out DIR is required" in stderr and "e.g. trustcal assess preds --out assessed/" in stderr
+    assert len(stderr.splitlines()) < 4 and "--clusters" not in stderr  # not the whole usage
+    code, _, stderr = run("assess", tmp_path, "--clusters", "0", "--out", tmp_path / "o")
+    assert code == 2 and "argument --clusters: must be ≥ 1" in stderr and len(stderr.splitlines()) < 4
+
+
+def _history_error(*args):
+    code, stdout, stderr = run("assess", *args)
+    assert code == 2 and stdout == ""
+    assert "a training loss history, not predictions" in stderr and "--history" in stderr
+    assert "probabilit" not in stderr and "label" not in stderr.replace("history.csv", "")
+    assert len(stderr.splitlines()) < 4
+    return stderr
+
+
+def test_loss_history_passed_as_predictions_suggests_history(tmp_path, series):
+    pickled = tmp_path / "loss_history.npy"
+    np.save(pickled, {"train": [0.5, 0.3], "val": [0.6, 0.4]}, allow_pickle=True)
+    csv = tmp_path / "history.csv"
+    pd.DataFrame({"epoch": [1, 2], "train_loss": [0.5, 0.3], "val_loss": [0.6, 0.4]}).to_csv(csv, index=False)
+    for history in (pickled, csv):
+        assert str(history) in _history_error(history, "--out", tmp_path / "out")
+    # beside a series: named explicitly, or by a glob
+    (series / "history.csv").write_bytes(csv.read_bytes())
+    _history_error(series / "bef_1.csv", series / "history.csv", "--out", tmp_path / "out")
+    _history_error(f"{series}/*.csv", "--out", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    # a directory uses it by itself
+    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
+    assert code == 0 and f"training history: {series / 'history.csv'}" in stdout
+
+
+@needs_author
+def test_the_authors_loss_history_passed_as_predictions():
+    stderr = _history_error(MNIST_PRED / "loss_history.npy", "--out", "unused")
+    assert "--history loss_history.npy" in stderr

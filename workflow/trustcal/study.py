@@ -1,0 +1,293 @@
+"""The README's account of the real study, regenerated from a finished run of the workflow.
+
+``python workflow/scripts/study_report.py RUN_DIR`` reads ``RUN_DIR/results/`` (a run of the
+paper's configuration, e.g. ``snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml``)
+and writes ``results/study/`` in this repository: the figures shown in the README, the per-epoch
+tables they come from (gzipped CSV, one row per seed and epoch), the verdict, the verdict on the
+author's published predictions, and ``study.md``, which is also put into README.md between the
+``<!-- study:begin -->`` and ``<!-- study:end -->`` markers. Nothing in that block is typed by hand.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .io import TrustcalError, atomic_path, read_csv
+from .verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, load_runs, invariance_note
+
+DATASET_NAMES = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
+FIGURES = ("trust_grid", "loss_curves", "calibration_metrics", "reliability", "network_opinion")
+FIGURE_TITLES = {
+    "trust_grid": "Trust opinion per label, before and after calibration (paper Fig. {fig})",
+    "loss_curves": "Training and validation loss (paper Fig. 3{panel})",
+    "calibration_metrics": "Accuracy, ECE, NLL, Brier, NetTrustScore and temperature per epoch",
+    "reliability": "Reliability diagrams at the first, best-validation and last epoch",
+    "network_opinion": "Network opinion per epoch",
+}
+TABLES = {  # table → columns kept in results/study/ (the figures' and the summary's inputs)
+    "history": ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"),
+    "calibration": ("epoch", "temperature", "val_nll_before", "val_nll_after", "at_bound"),
+    "trust": ("epoch", "calibrated", "label", "belief", "disbelief", "uncertainty", "positive_evidence",
+              "negative_evidence"),
+    "scores": ("epoch", "calibrated", "split", "accuracy", "nll", "ece", "brier", "net_trust_score"),
+}
+BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
+CIFAR_NOTE = ("CIFAR-10 here is rebuilt from JPEG copies of the images (quality 75; `../shared/datasets/"
+              "cifar10-jpeg`), not the official pixels: expect accuracies within about a point of the official data")
+
+
+def _runs(results: Path) -> dict[str, list[int]]:
+    runs: dict[str, list[int]] = {}
+    for path in sorted(results.glob("*/seed*/trust.csv")):
+        runs.setdefault(path.parent.parent.name, []).append(int(path.parent.name[4:]))
+    if not runs:
+        raise TrustcalError(f"{results}: no finished run (results/{{dataset}}/seed{{N}}/trust.csv); run the workflow first")
+    return {ds: sorted(s) for ds, s in sorted(runs.items(), key=lambda kv: list(DATASET_NAMES).index(kv[0]))}
+
+
+def _table(results: Path, ds: str, seeds, name: str) -> pd.DataFrame:
+    frames = [read_csv(results / ds / f"seed{s}" / f"{name}.csv", TABLES[name][:1], rule=name).assign(seed=s)
+              for s in seeds]
+    df = pd.concat(frames, ignore_index=True)
+    return df[["seed", *[c for c in TABLES[name] if c in df.columns]]]
+
+
+def _best_epochs(history: pd.DataFrame) -> dict[int, int]:
+    return {int(s): int(h.loc[h["val_loss"].idxmin(), "epoch"]) for s, h in history.groupby("seed")}
+
+
+def _ms(values) -> str:
+    v = np.asarray(values, dtype=float)
+    if len(v) == 1:
+        return f"{v[0]:.3f}"
+    return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
+
+
+def metrics_rows(scores: pd.DataFrame, calibration: pd.DataFrame, history: pd.DataFrame) -> list[list[str]]:
+    """First, best-validation and last epoch: test accuracy, NLL and ECE before → after, T (mean ± sd over seeds)."""
+    best = _best_epochs(history)
+    last = int(history["epoch"].max())
+    test = scores[scores["split"] == "test"].assign(calibrated=lambda d: d["calibrated"].astype(str) == "True")
+    rows = []
+    for label, epoch_of in (("epoch 1", lambda s: 1), ("best validation loss", lambda s: best[s]),
+                            (f"epoch {last}", lambda s: last)):
+        picked = [(s, epoch_of(s)) for s in sorted(best)]
+
+        def values(col, calibrated, table=test):
+            return [float(table[(table["seed"] == s) & (table["epoch"] == e) & (table["calibrated"] == calibrated)]
+                          [col].iloc[0]) for s, e in picked]
+
+        temps = [float(calibration[(calibration["seed"] == s) & (calibration["epoch"] == e)]["temperature"].iloc[0])
+                 for s, e in picked]
+        epochs = sorted({e for _, e in picked})
+        where = label if label != "best validation loss" else f"{label} (epoch {', '.join(map(str, epochs))})"
+        rows.append([where, _ms(values("accuracy", False)),
+                     f"{_ms(values('nll', False))} → {_ms(values('nll', True))}",
+                     f"{_ms(values('ece', False))} → {_ms(values('ece', True))}", _ms(temps)])
+    return rows
+
+
+def _md_table(header, rows) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows)]
+
+
+def _fmt(x) -> str:
+    return "–" if not np.isfinite(x) else f"{x:.3g}"
+
+
+def verdict_rows(table: pd.DataFrame) -> list[list[str]]:
+    rows = []
+    for r in table.itertuples():
+        measured = _fmt(r.measured_mean) + (f" ± {_fmt(r.measured_sd)}" if np.isfinite(r.measured_sd) else "")
+        interval = (f"[{_fmt(r.interval_lo)}, {_fmt(r.interval_hi)}]" if np.isfinite(r.interval_lo) else "–")
+        verdict = f"**{r.verdict}**" if r.verdict != NOT_COMPARABLE else r.verdict
+        note = f" ({r.reason})" if r.reason and r.verdict in (NOT_COMPARABLE,) else ""
+        seeds = f"; {r.seed_verdicts}" if isinstance(r.seed_verdicts, str) and r.seed_verdicts else ""
+        rows.append([f"{r.section}: {r.quote}<br>`{r.claim_id}`", r.paper, f"{measured} (n = {r.n_seeds})",
+                     interval, r.decision_rule.replace("interval ", ""), verdict + note + seeds])
+    return rows
+
+
+def _counts(table: pd.DataFrame) -> str:
+    c = table["verdict"].value_counts()
+    return ", ".join(f"{c.get(v, 0)} {v}" for v in (REPRODUCED, "not reproduced", "inconclusive", NOT_COMPARABLE))
+
+
+def wall_time(run_dir: Path) -> str:
+    """From the newest Snakemake log of the run: its first timestamp to its last (h, min)."""
+    logs = sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log"))
+    stamps = []
+    for log in reversed(logs):
+        text = log.read_text(errors="replace")
+        if "Finished job" not in text:
+            continue
+        stamps = [dt.datetime.strptime(m, "%a %b %d %H:%M:%S %Y")
+                  for m in re.findall(r"^\[(\w{3} \w{3} +\d+ [\d:]{8} \d{4})\]", text, flags=re.M)]
+        break
+    if len(stamps) < 2:
+        return "unknown"
+    minutes = (max(stamps) - min(stamps)).total_seconds() / 60
+    return f"{int(minutes // 60)} h {int(round(minutes % 60))} min" if minutes >= 60 else f"{minutes:.0f} min"
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import os
+
+    try:
+        import torch
+
+        torch_version = f", PyTorch {torch.__version__}"
+    except ImportError:
+        torch_version = ""
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}{torch_version}"
+
+
+def _commit(run_dir: Path) -> str:
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=run_dir, capture_output=True, text=True)
+    return proc.stdout.strip() or "unknown"
+
+
+def data_provenance(results: Path, datasets) -> list[str]:
+    lines = []
+    for ds in datasets:
+        manifest = results / "data" / ds / "raw_manifest.tsv"
+        if not manifest.exists():
+            lines.append(f"{DATASET_NAMES[ds]}: no raw_manifest.tsv")
+            continue
+        m = pd.read_csv(manifest, sep="\t")
+        how = m["verified"].value_counts().to_dict() if "verified" in m else {"(not recorded)": len(m)}
+        text = ", ".join(f"{n} file{'s' if n > 1 else ''} {k}" for k, n in how.items())
+        extra = f" — {CIFAR_NOTE}" if ds == "cifar10" else " — the official data (contents md5-identical)"
+        lines.append(f"{DATASET_NAMES[ds]}: {text}{extra}.")
+    return lines
+
+
+def save_png(src: Path, dst: Path) -> None:
+    """A 128-colour copy (a few hundred KB instead of a few MB) for the repository."""
+    from PIL import Image
+
+    im = Image.open(src).convert("RGB")
+    with atomic_path(dst) as tmp:
+        im.quantize(colors=128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+            tmp, format="PNG", optimize=True)
+
+
+def author_verdicts(author_dir: Path, out: Path) -> dict[str, pd.DataFrame]:
+    """The paper's claims judged on the author's published predictions (trustcal assess --paper-claims)."""
+    from .assess import assess_to_dir
+
+    tables = {}
+    for ds, folder in (("mnist", "MNIST_PRED"), ("cifar10", "CIFAR_PRED")):
+        source = author_dir / folder
+        if not source.exists():
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            assess_to_dir([source], Path(tmp) / "a", figures=False, paper_claims=ds)
+            for ext in ("md", "csv"):
+                shutil.copy(Path(tmp) / "a" / f"reproduction.{ext}", out / f"author_{ds}_verdict.{ext}")
+        tables[ds] = pd.read_csv(out / f"author_{ds}_verdict.csv")
+    return tables
+
+
+def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str) -> str:
+    """Everything under ``repo/results/study/`` and the README block; returns the block."""
+    results = run_dir / "results"
+    out = repo / "results" / "study"
+    out.mkdir(parents=True, exist_ok=True)
+    runs = _runs(results)
+    verdict = pd.read_csv(results / "reproduction.csv")
+    for ext in ("md", "csv", "html"):
+        shutil.copy(results / f"reproduction.{ext}", out / f"reproduction.{ext}")
+    lines = [BEGIN, "", "<!-- generated by workflow/scripts/study_report.py from a finished run; do not edit -->", ""]
+    lines += [
+        f"**Run.** `{command}` (commit `{_commit(run_dir)}`; configuration: `config.yaml` with "
+        "`workflow/study/config.yaml`), on " + machine() + f"; wall time {wall_time(run_dir)} for the whole "
+        "workflow, both datasets.",
+        "",
+        "**Seeds.** " + "; ".join(f"{DATASET_NAMES[ds]}: {len(s)} (seeds {', '.join(map(str, s))})"
+                                  for ds, s in runs.items()) + ", 100 epochs each, the paper's protocol "
+        "(README: Reproduction notes). Every number below is the mean ± sd over seeds unless said otherwise.",
+        "",
+        "**Data.** " + " ".join(data_provenance(results, runs)),
+        "",
+    ]
+    fig_no = {"mnist": ("1", "a"), "cifar10": ("2", "b")}
+    for ds, seeds in runs.items():
+        name = DATASET_NAMES[ds]
+        tables = {t: _table(results, ds, seeds, t) for t in TABLES}
+        for t, df in tables.items():
+            df.to_csv(out / f"{ds}_{t}.csv.gz", index=False, float_format="%.6g")
+        lines += [f"### {name}" + (" (JPEG-derived images)" if ds == "cifar10" else ""), ""]
+        if ds == "cifar10":
+            lines += [f"*{CIFAR_NOTE}.*", ""]
+        header = ["epoch", "test accuracy", "test NLL before → after", "test ECE before → after", "temperature"]
+        lines += _md_table(header, metrics_rows(tables["scores"], tables["calibration"], tables["history"])) + [""]
+        for fig in FIGURES:
+            src = results / "figures" / ds / f"{fig}.png"
+            if not src.exists():
+                continue
+            save_png(src, out / f"{ds}_{fig}.png")
+            title = FIGURE_TITLES[fig].format(fig=fig_no[ds][0], panel=fig_no[ds][1])
+            lines += [f"![{name}: {title}](results/study/{ds}_{fig}.png)", ""]
+    lines += [
+        "### The verdict: every result statement of the paper against these runs", "",
+        f"{_counts(verdict)} (of {len(verdict)} statements; full text with per-seed values: "
+        "[results/study/reproduction.md](results/study/reproduction.md)). *Interval*: the 95 % interval of "
+        "the seed mean, a percentile bootstrap over resamples of the test set widened by the seeds' "
+        "t·sd/√n in quadrature; **reproduced** when it lies wholly inside the band, **not reproduced** when "
+        "wholly outside, **inconclusive** otherwise (README: Reproduction notes).", "",
+    ]
+    lines += _md_table(["Statement (section: the paper's words)", "Paper", "Ours", "Interval", "Reproduced when",
+                        "Verdict"], verdict_rows(verdict)) + [""]
+    by_id = verdict.set_index("claim_id")
+    lines += ["**Statements that contradict each other, with our numbers:**", ""]
+    for t in TENSIONS:
+        if all(c in by_id.index for c in t.claims):
+            ours = "; ".join(f"`{c}` {_fmt(by_id.at[c, 'measured_mean'])} ({by_id.at[c, 'verdict']})" for c in t.claims)
+            lines.append(f"- {t.text} Ours: {ours}.")
+    trust = [results / ds / f"seed{s}" / "trust.csv" for ds, ss in runs.items() for s in ss]
+    history = [p.with_name("history.csv") for p in trust]
+    lines += [f"- {invariance_note(load_runs(trust, history))}", ""]
+    if author_dir is not None:
+        authors = author_verdicts(author_dir, out)
+        if authors:
+            lines += ["### The same claims on the author's published predictions", "",
+                      "`trustcal assess --paper-claims` on `../shared/reference/author-predictions/` (one run each, "
+                      "no seeds, no bootstrap; the CIFAR files come from a WideResNet, not the paper's CNN): "
+                      + "; ".join(f"{DATASET_NAMES[ds]}: {_counts(t)}" for ds, t in authors.items()) + ".", ""]
+            for ds, t in authors.items():
+                flagged = t[t["reason"].fillna("").str.contains("softmax twice")]
+                only = flagged[flagged["reason"].str.contains("reproduced only with")]
+                if len(only):
+                    lines += [f"On the author's {DATASET_NAMES[ds]} files, {len(only)} claims are reproduced only "
+                              "with predictions that went through softmax twice (every before-calibration file and "
+                              "epoch 1 after calibration; largest probability ≤ e/(e + 9) = 0.232): "
+                              + ", ".join(f"`{c}`" for c in only["claim_id"]) + ". Without those predictions "
+                              "they cannot be evaluated. Details: "
+                              f"[results/study/author_{ds}_verdict.md](results/study/author_{ds}_verdict.md).", ""]
+    lines += [END]
+    block = "\n".join(lines)
+    (out / "study.md").write_text(block + "\n", encoding="utf-8")
+    readme = repo / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+        with atomic_path(readme) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+    return block
