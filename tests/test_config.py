@@ -56,3 +56,27 @@ def test_missing_required_key(paper):
     del paper["epochs"]
     with pytest.raises(ConfigError, match="'epochs' is a required property"):
         validate_config(paper)
+
+
+def test_seeds_and_checksums_per_dataset(paper):
+    study = yaml.safe_load((REPO / "workflow" / "study" / "config.yaml").read_text())
+    cfg = validate_config({**paper, **study})
+    assert cfg["seeds"] == {"mnist": [0, 1, 2, 3, 4], "cifar10": [0, 1, 2]}
+    assert cfg["verify_checksums"] == {"mnist": True, "cifar10": False}
+    from trustcal.config import per_dataset
+
+    assert per_dataset(cfg, "seeds", "cifar10") == [0, 1, 2] and per_dataset(paper, "seeds", "mnist") == [0]
+    # from the command line, as strings
+    cfg = validate_config({**paper, "seeds": {"mnist": ["0", "1"], "cifar10": ["2"]}, "verify_checksums": {
+        "mnist": "true", "cifar10": "false"}})
+    assert cfg["seeds"] == {"mnist": [0, 1], "cifar10": [2]} and cfg["verify_checksums"]["cifar10"] is False
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"seeds": {"mnist": [0]}}, "key 'seeds' is given per dataset but has no entry for 'cifar10'"),
+    ({"seeds": {"mnist": [0], "cifar10": [1]}, "seed_batching": True}, "seed_batching: true trains the same seeds"),
+    ({"verify_checksums": {"mnist": True}}, "key 'verify_checksums' is given per dataset but has no entry"),
+])
+def test_per_dataset_mistakes_are_named(paper, override, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config({**paper, **override})

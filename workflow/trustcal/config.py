@@ -96,6 +96,10 @@ def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
         where = f" in '{key}'" if error.absolute_path else ""
         return f"{config_name}: {error.message}{where}; add it (see config.yaml for the paper's value)"
     if error.validator == "oneOf":
+        # the alternative of the value's own type (a list, a mapping) says what is wrong inside it
+        inner = [e for e in error.context if not (e.validator == "type" and e.absolute_path == error.absolute_path)]
+        if inner:
+            return _describe(max(inner, key=lambda e: len(e.absolute_path)), config_name)
         allowed = schema.get("description", "one of the forms in workflow/schemas/config.schema.yaml")
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed: {allowed}"
     if error.validator == "type":
