@@ -26,10 +26,11 @@ def main(argv=None) -> int:
     parser.add_argument("--author-predictions", type=Path, default=REPO.parent / "shared" / "reference" / "author-predictions",
                         help="the author's prediction files (default: %(default)s); 'none' to leave them out")
     parser.add_argument("--command", default=COMMAND, help="the command the run was started with (shown in the README)")
+    parser.add_argument("--remark", default="", help="a sentence added to the run's description (e.g. what else ran)")
     args = parser.parse_args(argv)
     author = None if str(args.author_predictions) == "none" else args.author_predictions
     try:
-        write_study(args.run_dir.resolve(), REPO, author, args.command)
+        write_study(args.run_dir.resolve(), REPO, author, args.command, args.remark)
     except TrustcalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -124,19 +124,19 @@ def _counts(table: pd.DataFrame) -> str:
 
 
 def wall_time(run_dir: Path) -> str:
-    """From the newest Snakemake log of the run: its first timestamp to its last (h, min)."""
-    logs = sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log"))
-    stamps = []
-    for log in reversed(logs):
+    """The time Snakemake ran in ``run_dir``: over its logs that finished a job, first to last timestamp,
+    added up (a run continued by a later invocation counts both, not the pause between them)."""
+    minutes = 0.0
+    for log in sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log")):
         text = log.read_text(errors="replace")
         if "Finished job" not in text:
             continue
-        stamps = [dt.datetime.strptime(m, "%a %b %d %H:%M:%S %Y")
+        stamps = [dt.datetime.strptime(" ".join(m.split()), "%a %b %d %H:%M:%S %Y")
                   for m in re.findall(r"^\[(\w{3} \w{3} +\d+ [\d:]{8} \d{4})\]", text, flags=re.M)]
-        break
-    if len(stamps) < 2:
+        if len(stamps) > 1:
+            minutes += (max(stamps) - min(stamps)).total_seconds() / 60
+    if not minutes:
         return "unknown"
-    minutes = (max(stamps) - min(stamps)).total_seconds() / 60
     return f"{int(minutes // 60)} h {int(round(minutes % 60))} min" if minutes >= 60 else f"{minutes:.0f} min"
 
 
@@ -204,7 +204,7 @@ def author_verdicts(author_dir: Path, out: Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str) -> str:
+def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str, remark: str = "") -> str:
     """Everything under ``repo/results/study/`` and the README block; returns the block."""
     results = run_dir / "results"
     out = repo / "results" / "study"
@@ -217,7 +217,7 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
     lines += [
         f"**Run.** `{command}` (commit `{_commit(run_dir)}`; configuration: `config.yaml` with "
         "`workflow/study/config.yaml`), on " + machine() + f"; wall time {wall_time(run_dir)} for the whole "
-        "workflow, both datasets.",
+        "workflow, both datasets." + (f" {remark}" if remark else ""),
         "",
         "**Seeds.** " + "; ".join(f"{DATASET_NAMES[ds]}: {len(s)} (seeds {', '.join(map(str, s))})"
                                   for ds, s in runs.items()) + ", 100 epochs each, the paper's protocol "
