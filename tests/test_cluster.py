@@ -77,7 +77,7 @@ def test_slurm_profile_submits_one_job_per_stage_not_per_rule(tiny):
     groups = re.findall(r"^\[[^\n]*Group job evaluate[^\n]*\n(.*?)(?=^\[|\Z)", out, flags=re.S | re.M)
     assert len(groups) == 2
     for group in groups:  # one dataset × seed's post-training steps per cluster job
-        assert sorted(re.findall(r"rule (\w+):", group)) == ["calibrate", "logits", "scores", "trust"], group
+        assert sorted(re.findall(r"rule (\w+):", group)) == ["calibrate", "logits", "scores", "trust", "trust_bootstrap"], group
         assert len(set(re.findall(r"wildcards: (.*)", group))) == 1, group
 
 
