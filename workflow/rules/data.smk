@@ -4,19 +4,18 @@
 rule download:
     output:
         manifest="results/data/{dataset}/raw_manifest.tsv",
-    log:
-        "results/logs/download/{dataset}.log",
-    localrule: True
-    conda:
-        "../../envs/train.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
     params:
         data_dir=config["data_dir"],
         download=config["download"],
         verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
+    log:
+        "results/logs/download/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/download.py"
 
@@ -26,17 +25,21 @@ rule prepare:
         manifest=rules.download.output.manifest,
     output:
         splits="results/data/{dataset}/splits.npz",
-    log:
-        "results/logs/prepare/{dataset}.log",
-    conda:
-        "../../envs/train.yaml"
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=15,
     params:
         data_dir=config["data_dir"],
         validation_split=config["validation_split"],
         verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
+    log:
+        "results/logs/prepare/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/prepare.py"
+
+
+localrules:
+    download,
