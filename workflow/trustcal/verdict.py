@@ -41,6 +41,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .bootstrap import percentile_interval
 from .io import TrustcalError, atomic_path, read_csv, read_npz, write_csv
 from .trust import TRUST_COLUMNS
 
@@ -657,8 +658,7 @@ class Estimate:
     def bootstrap_interval(self, level: float) -> tuple[float, float]:
         if len(self.boot) == 0 or not np.isfinite(self.boot).any():
             return math.nan, math.nan
-        alpha = (1 - level) / 2
-        lo, hi = np.nanquantile(self.boot, [alpha, 1 - alpha])
+        lo, hi = percentile_interval(self.boot, level)
         return float(lo), float(hi)
 
     def interval(self, level: float) -> tuple[float, float]:
@@ -698,7 +698,7 @@ def _seed_verdicts(claim: Claim, est: Estimate, level: float) -> str:
     decisions = {}
     for s, values in est.per_seed.items():
         if len(values) > 1 and np.isfinite(values[1:]).any():
-            lo, hi = np.nanquantile(values[1:], [(1 - level) / 2, (1 + level) / 2])
+            lo, hi = percentile_interval(values[1:], level)
         else:
             lo = hi = values[0]
         decisions[s] = decide(claim, min(lo, values[0]), max(hi, values[0]))
