@@ -21,10 +21,13 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The workflow extra: torch, torchvision, snakemake and the config checks
+# (`pip install trustcal` alone is the light install: trustcal assess and the API).
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[workflow]'
 	touch $@
 
+# The test extra includes the workflow extra, so it also stands for .installed.
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(VENV)/.installed $@

@@ -27,6 +27,6 @@ include: "workflow/rules/external.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

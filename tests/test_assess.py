@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from conftest import AUTHOR_PREDICTIONS
 from trustcal import cli, external, stages
-from trustcal.assess import assess
+from trustcal.assessment import assess
 from trustcal.calibration import softmax
 from trustcal.external import PredictionError, PredictionFile, ReadOptions
 from trustcal.io import TrustcalError, read_npz
@@ -605,7 +605,7 @@ class _Payload:
 
 
 def test_loss_history_pickle_is_read_without_running_code(tmp_path):
-    from trustcal.assess import read_history
+    from trustcal.assessment import read_history
 
     # the author's layout: a dict of lists, here of numpy scalars (another global the pickle names)
     good = tmp_path / "loss_history.npy"

@@ -30,11 +30,12 @@ RESULT_FILES = ("history.csv", "calibration.csv", "trust.csv", "scores.csv", "dy
 
 
 def local_rules() -> set[str]:
-    """Rules run on the submit host: the `localrules:` of the rule files, and `all`."""
+    """Rules run on the submit host: those with `localrule: True` in the rule files, and `all`."""
     names = {"all"}
     for smk in (REPO / "workflow" / "rules").glob("*.smk"):
-        for block in re.findall(r"^localrules:\s*((?:[\w\s,]+))", smk.read_text(), flags=re.M):
-            names |= set(re.findall(r"\w+", block.split("\n\n")[0]))
+        for rule in re.split(r"^rule ", smk.read_text(), flags=re.M)[1:]:
+            if re.search(r"^    localrule: True$", rule, flags=re.M):
+                names.add(rule.split(":", 1)[0])
     return names
 
 

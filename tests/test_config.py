@@ -52,10 +52,12 @@ def test_bad_values_name_the_key_and_what_is_allowed(paper, override, message):
     assert message in str(err.value)
 
 
-def test_missing_required_key(paper):
-    del paper["epochs"]
-    with pytest.raises(ConfigError, match="'epochs' is a required property"):
-        validate_config(paper)
+def test_every_key_has_the_papers_value_as_default(paper):
+    """A workflow importing this one as a module sets only the keys it changes."""
+    assert validate_config({}) == validate_config(paper)
+    cfg = validate_config({"epochs": 3})
+    assert cfg["epochs"] == 3 and cfg["datasets"] == ["mnist", "cifar10"] and cfg["seeds"] == [0]
+    assert cfg["data_dir"] == "data"
 
 
 def test_seeds_and_checksums_per_dataset(paper):

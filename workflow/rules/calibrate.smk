@@ -6,17 +6,17 @@ rule calibrate:
         logits=logit_files,
     output:
         table="results/{dataset}/seed{seed}/calibration.csv",
-    params:
-        calibration=config["calibration"],
     log:
         "results/logs/calibrate/{dataset}/seed{seed}.log",
     group:
         "evaluate"
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
-    conda:
-        CONDA_ENV
+    params:
+        calibration=config["calibration"],
     script:
         "../scripts/calibrate.py"

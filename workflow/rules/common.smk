@@ -1,20 +1,31 @@
 # Configuration check, paths and target lists shared by every rule file.
+#
+# Paths are taken relative to this file (workflow.current_basedir), never to
+# workflow.basedir: when another workflow imports this one as a `module`,
+# workflow.basedir is the importing workflow's directory.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+# workflow/ of this repository, for the trustcal package (when it is not
+# installed) and the config schema; a remote module (github(...)) has no local
+# copy and needs trustcal installed.
+WORKFLOW_DIR = Path(str(workflow.current_basedir)).parent
+if WORKFLOW_DIR.is_dir():
+    sys.path.insert(0, str(WORKFLOW_DIR))
 
-from trustcal.config import ConfigError, per_dataset, validate_config
+from trustcal.config import ConfigError, load_schema, per_dataset, validate_config
 
 try:
-    config.update(validate_config(config))
+    _schema = WORKFLOW_DIR / "schemas" / "config.schema.yaml"
+    config.update(
+        validate_config(config, load_schema(_schema) if _schema.is_file() else None)
+    )
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 
 DATASETS = config["datasets"]
 SEEDS = {ds: per_dataset(config, "seeds", ds) for ds in DATASETS}  # dataset → its seeds
 EPOCHS = list(range(1, config["epochs"] + 1))
-CONDA_ENV = str(Path(workflow.basedir) / "envs" / "trustcal.yaml")
 
 # Minutes of CPU training per epoch on a laptop core, for the runtime resource
 # (a cluster profile may scale it; GPUs are far faster).
@@ -33,8 +44,13 @@ def run_file(name, dataset="{dataset}", seed="{seed}"):
 def logit_files(wildcards=None):
     """The logits of every epoch: a pattern (for outputs) or, given wildcards, the files."""
     if wildcards is None:
-        return expand("results/{{dataset}}/seed{{seed}}/logits/epoch{epoch:03d}.npz", epoch=EPOCHS)
-    return expand(run_file("logits/epoch{epoch:03d}.npz", wildcards.dataset, wildcards.seed), epoch=EPOCHS)
+        return expand(
+            "results/{{dataset}}/seed{{seed}}/logits/epoch{epoch:03d}.npz", epoch=EPOCHS
+        )
+    return expand(
+        run_file("logits/epoch{epoch:03d}.npz", wildcards.dataset, wildcards.seed),
+        epoch=EPOCHS,
+    )
 
 
 def train_pattern(pattern):
@@ -47,14 +63,21 @@ def train_pattern(pattern):
 def train_histories():
     """The train rule's outputs: one seed's history, or every seed's when seeds train together."""
     pattern = "results/{dataset}/seed{seed}/history.csv"
-    if config["seed_batching"]:  # the same seeds for every dataset (checked by validate_config)
-        return expand(pattern.replace("{dataset}", "{{dataset}}"), seed=SEEDS[DATASETS[0]])
+    # with seed_batching, the same seeds for every dataset (checked by validate_config)
+    if config["seed_batching"]:
+        return expand(
+            pattern.replace("{dataset}", "{{dataset}}"), seed=SEEDS[DATASETS[0]]
+        )
     return pattern
 
 
 def job_seeds(wildcards):
     """The seeds one train job trains."""
-    return list(SEEDS[wildcards.dataset]) if config["seed_batching"] else [int(wildcards.seed)]
+    return (
+        list(SEEDS[wildcards.dataset])
+        if config["seed_batching"]
+        else [int(wildcards.seed)]
+    )
 
 
 def train_params():
@@ -64,11 +87,17 @@ def train_params():
 
 def trust_params():
     sweep_keys = ("clusters_sweep", "sweep_epochs")
-    return dict(clusters=config["clusters"], **{k: v for k, v in config["trust"].items() if k not in sweep_keys})
+    return dict(
+        clusters=config["clusters"],
+        **{k: v for k, v in config["trust"].items() if k not in sweep_keys},
+    )
 
 
 def sweep_params():
-    return dict(clusters=config["trust"]["clusters_sweep"], epochs=config["trust"]["sweep_epochs"])
+    return dict(
+        clusters=config["trust"]["clusters_sweep"],
+        epochs=config["trust"]["sweep_epochs"],
+    )
 
 
 def gpus():
@@ -77,8 +106,16 @@ def gpus():
 
 # Figures drawn per dataset (workflow/rules/figures.smk; trustcal.figures.FIGURES).
 FIGURE_NAMES = [
-    "trust_grid", "loss_curves", "network_opinion", "opinion_triangle", "cluster_sweep",
-    "calibration_metrics", "geometric_metrics", "reliability", "trust_spectrum", "trust_density",
+    "trust_grid",
+    "loss_curves",
+    "network_opinion",
+    "opinion_triangle",
+    "cluster_sweep",
+    "calibration_metrics",
+    "geometric_metrics",
+    "reliability",
+    "trust_spectrum",
+    "trust_density",
 ]
 REPORT_DATASETS = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
 
@@ -124,7 +161,9 @@ def external_files(name):
     except TrustcalError as exc:
         raise WorkflowError(f"config.yaml: external.{name}: {exc}") from None
     history = entry.get("history") or history_beside(skipped)
-    return [str(f.path) for f in files] + [str(p) for p in (entry.get("labels"), entry.get("validation"), history) if p]
+    return [str(f.path) for f in files] + [
+        str(p) for p in (entry.get("labels"), entry.get("validation"), history) if p
+    ]
 
 
 EXTERNAL_FILES = {name: external_files(name) for name in EXTERNAL}
@@ -139,8 +178,17 @@ def all_targets():
     targets = []
     for ds in DATASETS:
         for seed in SEEDS[ds]:
-            targets += [run_file(n, ds, seed) for n in ("trust.csv", "scores.csv", "calibration.csv")]
-        targets += expand(f"results/figures/{ds}/{{fig}}.{{ext}}", fig=FIGURE_NAMES, ext=["png", "pdf"])
-    targets += [f"results/reproduction.{ext}" for ext in ("md", "html", "csv")]  # workflow/rules/report.smk
+            targets += [
+                run_file(n, ds, seed)
+                for n in ("trust.csv", "scores.csv", "calibration.csv")
+            ]
+        targets += expand(
+            f"results/figures/{ds}/{{fig}}.{{ext}}",
+            fig=FIGURE_NAMES,
+            ext=["png", "pdf"],
+        )
+    targets += [
+        f"results/reproduction.{ext}" for ext in ("md", "html", "csv")
+    ]  # workflow/rules/report.smk
     targets += external_targets()  # workflow/rules/external.smk
     return targets

@@ -4,18 +4,19 @@
 rule download:
     output:
         manifest="results/data/{dataset}/raw_manifest.tsv",
-    params:
-        data_dir=config["data_dir"],
-        download=config["download"],
-        verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
     log:
         "results/logs/download/{dataset}.log",
+    localrule: True
+    conda:
+        "../../envs/train.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        CONDA_ENV
+    params:
+        data_dir=config["data_dir"],
+        download=config["download"],
+        verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
     script:
         "../scripts/download.py"
 
@@ -25,21 +26,17 @@ rule prepare:
         manifest=rules.download.output.manifest,
     output:
         splits="results/data/{dataset}/splits.npz",
-    params:
-        data_dir=config["data_dir"],
-        validation_split=config["validation_split"],
-        verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
     log:
         "results/logs/prepare/{dataset}.log",
+    conda:
+        "../../envs/train.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=15,
-    conda:
-        CONDA_ENV
+    params:
+        data_dir=config["data_dir"],
+        validation_split=config["validation_split"],
+        verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
     script:
         "../scripts/prepare.py"
-
-
-localrules:
-    download,

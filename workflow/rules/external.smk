@@ -1,6 +1,6 @@
 # Someone else's predictions (config `external:`), assessed like our own runs:
 # the same trust and score tables and figures, under results/external/{name}/,
-# by the code of `trustcal assess` (trustcal.assess). One job per prediction set;
+# by the code of `trustcal assess` (trustcal.assessment). One job per prediction set;
 # its files are listed in common.smk (EXTERNAL_FILES).
 
 
@@ -18,21 +18,21 @@ rule external:
         summary="results/external/{name}/summary.txt",
         warnings="results/external/{name}/warnings.txt",
         figures=directory("results/external/{name}/figures"),
+    log:
+        "results/logs/external/{name}.log",
+    wildcard_constraints:
+        name=r"[^/]+",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
     params:
         options=lambda w: EXTERNAL[w.name],
         trust=trust_params(),
         sweep=sweep_params(),
         metrics=config["metrics"],
         calibration=config["calibration"],
-    log:
-        "results/logs/external/{name}.log",
-    wildcard_constraints:
-        name=r"[^/]+",
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=30,
-    conda:
-        CONDA_ENV
     script:
         "../scripts/external.py"

@@ -20,16 +20,17 @@ rule figures:
         network_opinion=figure_outputs("network_opinion", "2 Metrics per epoch"),
         opinion_triangle=figure_outputs("opinion_triangle", "4 Trust variants"),
         cluster_sweep=figure_outputs("cluster_sweep", "4 Trust variants"),
-    params:
-        clusters=config["clusters"],
     log:
         "results/logs/figures/{dataset}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
+    params:
+        clusters=config["clusters"],
     script:
         "../scripts/figures.py"
 
@@ -50,16 +51,12 @@ rule metric_figures:
         trust_density=figure_outputs("trust_density", "3 Chosen epochs"),
     log:
         "results/logs/metric_figures/{dataset}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
     script:
         "../scripts/figures.py"
-
-
-localrules:
-    figures,
-    metric_figures,

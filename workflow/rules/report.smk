@@ -29,6 +29,15 @@ rule verdict:
             category="0 Reproduction verdict",
             labels={"file": "reproduction.csv"},
         ),
+    log:
+        "results/logs/verdict/verdict.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
     params:
         settings={
             "epochs": config["epochs"],
@@ -37,17 +46,5 @@ rule verdict:
             "calibration": config["calibration"],
             "bootstrap": config["bootstrap"],
         },
-    log:
-        "results/logs/verdict/verdict.log",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
     script:
         "../scripts/verdict.py"
-
-
-localrules:
-    verdict,

@@ -13,22 +13,24 @@ rule train:
         splits=rules.prepare.output.splits,
     output:
         history=train_histories(),
-    params:
-        train=train_params(),
-        seeds=job_seeds,
-        checkpoint_dirs=lambda w: [run_file("checkpoints", w.dataset, s) for s in job_seeds(w)],
     log:
         train_pattern("results/logs/train/{dataset}/seed{seed}.log"),
     benchmark:
         train_pattern("results/benchmarks/train/{dataset}/seed{seed}.tsv")
+    conda:
+        "../../envs/train.yaml"
     threads: 2
     resources:
         mem_mb=lambda w, attempt: attempt * (3000 + 1000 * len(job_seeds(w))),
         runtime=lambda w, attempt: attempt
         * int(30 + MINUTES_PER_EPOCH[w.dataset] * config["epochs"] * len(job_seeds(w))),
         gpu=gpus(),
-    conda:
-        CONDA_ENV
+    params:
+        train=train_params(),
+        seeds=job_seeds,
+        checkpoint_dirs=lambda w: [
+            run_file("checkpoints", w.dataset, s) for s in job_seeds(w)
+        ],
     script:
         "../scripts/train.py"
 
@@ -39,17 +41,17 @@ rule logits:
         history="results/{dataset}/seed{seed}/history.csv",
     output:
         logit_files(),
-    params:
-        checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
     log:
         "results/logs/logits/{dataset}/seed{seed}.log",
     group:
         "evaluate"
+    conda:
+        "../../envs/train.yaml"
     threads: 2
     resources:
         mem_mb=4000,
         runtime=lambda w, attempt: attempt * int(10 + 0.1 * config["epochs"]),
-    conda:
-        CONDA_ENV
+    params:
+        checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
     script:
         "../scripts/logits.py"

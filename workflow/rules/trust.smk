@@ -11,19 +11,19 @@ rule trust:
         trust="results/{dataset}/seed{seed}/trust.csv",
         dynamic_trust="results/{dataset}/seed{seed}/dynamic_trust.csv",
         trust_sweep="results/{dataset}/seed{seed}/trust_sweep.csv",
-    params:
-        trust=trust_params(),
-        sweep=sweep_params(),
     log:
         "results/logs/trust/{dataset}/seed{seed}.log",
     group:
         "evaluate"
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
-    conda:
-        CONDA_ENV
+    params:
+        trust=trust_params(),
+        sweep=sweep_params(),
     script:
         "../scripts/trust.py"
 
@@ -37,18 +37,18 @@ rule scores:
         trust_spectrum="results/{dataset}/seed{seed}/trust_spectrum.csv",
         reliability="results/{dataset}/seed{seed}/reliability.csv",
         trust_density="results/{dataset}/seed{seed}/trust_density.csv",
-    params:
-        metrics=config["metrics"],
     log:
         "results/logs/scores/{dataset}/seed{seed}.log",
     group:
         "evaluate"
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
-    conda:
-        CONDA_ENV
+    params:
+        metrics=config["metrics"],
     script:
         "../scripts/scores.py"
 
@@ -59,18 +59,18 @@ rule trust_bootstrap:
         calibration=rules.calibrate.output.table,
     output:
         replicates="results/{dataset}/seed{seed}/trust_bootstrap.npz",
-    params:
-        trust=trust_params(),
-        bootstrap=config["bootstrap"],
     log:
         "results/logs/trust_bootstrap/{dataset}/seed{seed}.log",
     group:
         "evaluate"
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=3000,
         runtime=15,
-    conda:
-        CONDA_ENV
+    params:
+        trust=trust_params(),
+        bootstrap=config["bootstrap"],
     script:
         "../scripts/trust_bootstrap.py"

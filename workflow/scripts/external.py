@@ -5,7 +5,7 @@ def main(sm):
     import logging
     from pathlib import Path
 
-    from trustcal.assess import assess_to_dir
+    from trustcal.assessment import assess_to_dir
     from trustcal.external import ReadOptions
     from trustcal.tables import MetricParams, SweepParams
     from trustcal.trust import TrustParams

@@ -233,7 +233,7 @@ def print_warnings(warnings, file=None) -> None:
 
 
 def run_assess(args) -> int:
-    from .assess import assess_to_dir, no_progress, summary_dict
+    from .assessment import assess_to_dir, no_progress, summary_dict
     from .external import ReadOptions
     from .tables import MetricParams, SweepParams
     from .trust import TrustParams

@@ -22,9 +22,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+import sys
+
 import matplotlib
 
-matplotlib.use("Agg")
+if "ipykernel" not in sys.modules:  # in a notebook, keep its backend: figures of the API are shown inline
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -86,11 +89,13 @@ def new_figure(name: str, **subplots) -> tuple[plt.Figure, np.ndarray | plt.Axes
     return plt.subplots(figsize=FIGURE_SIZES[name], layout="constrained", **subplots)
 
 
-def save(fig: plt.Figure, paths: Sequence[str | Path]) -> None:
-    """Save one figure to each path (format from the suffix), atomically, at a fixed size.
+def save(fig: plt.Figure, paths: Sequence[str | Path]) -> plt.Figure:
+    """Save one figure to each path (format from the suffix), atomically, at a fixed size; return it.
 
     No ``bbox_inches="tight"``: the constrained layout keeps everything inside
-    the canvas, and a PNG is always ``FIGURE_SIZES[name] × DPI`` pixels.
+    the canvas, and a PNG is always ``FIGURE_SIZES[name] × DPI`` pixels. The
+    figure is closed in pyplot (no figure piles up, and a notebook shows a
+    returned figure once); with no paths it is only returned (the Python API).
     """
     for path in paths:
         fmt = Path(path).suffix.lstrip(".")
@@ -99,6 +104,7 @@ def save(fig: plt.Figure, paths: Sequence[str | Path]) -> None:
             fig.savefig(tmp, format=fmt, dpi=DPI, metadata=metadata)
         fig.set_layout_engine("none")  # keep the layout of the first save: it is the slow part
     plt.close(fig)
+    return fig
 
 
 # --------------------------------------------------------------------------- tidy helpers
@@ -235,7 +241,7 @@ def select_chosen(df: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- paper figures 1–3
 
 
-def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None) -> None:
+def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None) -> plt.Figure:
     """Paper Figures 1/2: rows before/after calibration, columns b/d/u, a line per label."""
     per_label = with_state(class_rows(trust))
     k = _n_labels(per_label["label"])
@@ -255,10 +261,10 @@ def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dat
         plain_numbers(ax)
     label_colourbar(fig, axes, k, dataset, shrink=0.85, pad=0.01)
     fig.suptitle(f"{title}: trust opinion per label on the test set ({seed_note(per_label)})")
-    save(fig, paths)
+    return save(fig, paths)
 
 
-def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> None:
+def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """Paper Figure 3: training and validation loss per epoch; the validation minimum marked."""
     history = history if "seed" in history else history.assign(seed=0)
     long = history.melt(id_vars=["epoch", "seed"], value_vars=["train_loss", "val_loss"], var_name="set", value_name="loss")
@@ -277,7 +283,7 @@ def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) 
     handles = [Line2D([], [], color=c, label=s) for s, c in SET_COLOURS.items()]
     handles.append(Line2D([], [], color=SET_COLOURS["Validation"], linestyle=":", label=f"Min. validation loss (epoch {best})"))
     figure_legend(fig, handles, seed_note(history), ncols=2)
-    save(fig, paths)
+    return save(fig, paths)
 
 
 # --------------------------------------------------------------------------- metrics per epoch
@@ -303,7 +309,7 @@ def _by_state(ax, df, y, *, dashes=None, style=None, legend=False, err=None) -> 
                  markersize=3, **kw)
 
 
-def calibration_metrics(scores: pd.DataFrame, calibration: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> None:
+def calibration_metrics(scores: pd.DataFrame, calibration: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """Accuracy, ECE, NLL, Brier, NetTrustScore (test set) before/after calibration, and T per epoch."""
     test = with_state(scores[scores["split"] == "test"])
     fig, axes = new_figure("calibration_metrics", nrows=2, ncols=3, sharex=True)
@@ -326,10 +332,10 @@ def calibration_metrics(scores: pd.DataFrame, calibration: pd.DataFrame, title: 
     fig.suptitle(f"{title}: calibration metrics on the test set")
     handles = state_handles() + [Line2D([], [], color="black", label="Temperature (fitted on validation)")]
     figure_legend(fig, handles, seed_note(test))
-    save(fig, paths)
+    return save(fig, paths)
 
 
-def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> None:
+def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """Geometric accuracy, decisiveness and robustness, reported (solid) and measured (dashed)."""
     test = with_state(scores[scores["split"] == "test"])
     fig, axes = new_figure("geometric_metrics", ncols=3, sharex=True, sharey=True)
@@ -346,10 +352,10 @@ def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Pa
                                  Line2D([], [], color="0.3", linestyle="--", label="Measured")]
     fig.suptitle(f"{title}: geometric accuracy family on the test set")
     figure_legend(fig, handles, seed_note(test))
-    save(fig, paths)
+    return save(fig, paths)
 
 
-def network_opinion(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> None:
+def network_opinion(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """The network opinion (b, d, u) per epoch, before and after calibration."""
     net = with_state(network_rows(trust))
     fig, axes = new_figure("network_opinion", ncols=3, sharex=True)
@@ -362,14 +368,14 @@ def network_opinion(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]
     plain_numbers(axes[2])
     fig.suptitle(f"{title}: network opinion (cumulative fusion of the label opinions)")
     figure_legend(fig, state_handles(), seed_note(net))
-    save(fig, paths)
+    return save(fig, paths)
 
 
 # --------------------------------------------------------------------------- chosen epochs
 
 
 def reliability(curves: pd.DataFrame, history: pd.DataFrame, title: str, paths: Sequence[str | Path],
-                scores: pd.DataFrame | None = None) -> None:
+                scores: pd.DataFrame | None = None) -> plt.Figure:
     """Top-label reliability diagrams over the confidence histogram, first / best / last epoch.
 
     Bars: observed accuracy per confidence bin; black ticks: the bin's mean
@@ -425,11 +431,11 @@ def reliability(curves: pd.DataFrame, history: pd.DataFrame, title: str, paths: 
                 Line2D([], [], color="0.4", linestyle=":", label="perfect calibration")]
     fig.suptitle(f"{title}: reliability diagrams, top label, test set")
     figure_legend(fig, handles, seed_note(top), ncols=2)
-    save(fig, paths)
+    return save(fig, paths)
 
 
 def trust_spectrum(spectrum: pd.DataFrame, history: pd.DataFrame, title: str, paths: Sequence[str | Path],
-                   dataset: str | None = None, scores: pd.DataFrame | None = None) -> None:
+                   dataset: str | None = None, scores: pd.DataFrame | None = None) -> plt.Figure:
     """Trust spectrum T(z) per label (Wong et al.), first / best / last epoch, before vs after."""
     chosen = chosen_epochs(history)
     test = select_chosen(with_state(spectrum[spectrum["split"] == "test"]), chosen)
@@ -456,11 +462,11 @@ def trust_spectrum(spectrum: pd.DataFrame, history: pd.DataFrame, title: str, pa
             ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=6)
     fig.suptitle(f"{title}: trust spectrum on the test set")
     figure_legend(fig, [Patch(color=c, label=s) for s, c in STATE_COLOURS.items()], seed_note(test))
-    save(fig, paths)
+    return save(fig, paths)
 
 
 def trust_density(density: pd.DataFrame, history: pd.DataFrame, title: str, paths: Sequence[str | Path],
-                  dataset: str | None = None) -> None:
+                  dataset: str | None = None) -> plt.Figure:
     """Trust density per label (Wong et al. §2.2), rows first / best / last epoch, columns before / after."""
     chosen = chosen_epochs(history)
     test = select_chosen(with_state(density[density["split"] == "test"]), chosen)
@@ -486,13 +492,13 @@ def trust_density(density: pd.DataFrame, history: pd.DataFrame, title: str, path
     label_colourbar(fig, axes, k, dataset, shrink=0.6, pad=0.01)
     note = f"mean and range over {n_seeds(test)} seeds" if n_seeds(test) > 1 else "1 seed"
     fig.suptitle(f"{title}: trust densities per label on the test set ({note}; log scale)")
-    save(fig, paths)
+    return save(fig, paths)
 
 
 # --------------------------------------------------------------------------- trust variants
 
 
-def cluster_sweep(sweep: pd.DataFrame, title: str, paths: Sequence[str | Path], clusters: int = 10) -> None:
+def cluster_sweep(sweep: pd.DataFrame, title: str, paths: Sequence[str | Path], clusters: int = 10) -> plt.Figure:
     """Network opinion against the number of clusters M, midpoint vs cluster-mean representative."""
     sweep = with_state(sweep)
     epochs = sorted(sweep["epoch"].unique())
@@ -522,7 +528,7 @@ def cluster_sweep(sweep: pd.DataFrame, title: str, paths: Sequence[str | Path], 
                 Line2D([], [], color="0.4", linestyle=":", label=f"M = {clusters} (this run)")]
     fig.suptitle(f"{title}: network opinion against the number of clusters")
     figure_legend(fig, handles, seed_note(sweep), ncols=(len(handles) + 1) // 2)
-    save(fig, paths)
+    return save(fig, paths)
 
 
 SQRT3_2 = np.sqrt(3) / 2
@@ -550,7 +556,7 @@ def _triangle_frame(ax: plt.Axes) -> None:
     ax.axis("off")
 
 
-def opinion_triangle(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> None:
+def opinion_triangle(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """The network opinion of every epoch in the (b, d, u) triangle, and a zoom on where it lies."""
     net = with_state(network_rows(trust))
     mean = net.groupby(["state", "epoch"])[["belief", "disbelief", "uncertainty"]].mean().reset_index()
@@ -579,7 +585,7 @@ def opinion_triangle(trust: pd.DataFrame, title: str, paths: Sequence[str | Path
     fig.suptitle(f"{title}: network opinion over training in the opinion triangle")
     note = seed_note(net) if not many else f"mean of {n_seeds(net)} seeds (thin: each seed)"
     figure_legend(fig, state_handles(), note)
-    save(fig, paths)
+    return save(fig, paths)
 
 
 # --------------------------------------------------------------------------- workflow entry points
@@ -622,8 +628,9 @@ def _paths(value) -> list[str]:
 
 
 def draw(name: str, tables: Mapping[str, pd.DataFrame], title: str, paths: Sequence[str | Path],
-         dataset: str | None = None, clusters: int | None = None) -> None:
-    """Draw figure ``name`` of ``FIGURES`` from in-memory tables (a missing ``seed`` column means one seed).
+         dataset: str | None = None, clusters: int | None = None) -> plt.Figure:
+    """Draw figure ``name`` of ``FIGURES`` from in-memory tables (a missing ``seed`` column means one seed);
+    save it to ``paths`` (none: only return it) and return the figure.
 
     ``tables`` maps a table name of ``TABLES`` to its DataFrame (the workflow's
     CSV columns); only the tables the figure needs are looked up.
@@ -638,7 +645,7 @@ def draw(name: str, tables: Mapping[str, pd.DataFrame], title: str, paths: Seque
             self[key] = df if "seed" in df else df.assign(seed=0)
             return self[key]
 
-    drawer(_Seeded(), title, _paths(paths), dict(dataset=dataset, clusters=clusters))
+    return drawer(_Seeded(), title, _paths(paths), dict(dataset=dataset, clusters=clusters))
 
 
 def render_figures(dataset: str, inputs: Mapping[str, Sequence[str]], outputs: Mapping[str, Sequence[str]],

@@ -189,7 +189,7 @@ def save_png(src: Path, dst: Path) -> None:
 
 def author_verdicts(author_dir: Path, out: Path) -> dict[str, pd.DataFrame]:
     """The paper's claims judged on the author's published predictions (trustcal assess --paper-claims)."""
-    from .assess import assess_to_dir
+    from .assessment import assess_to_dir
 
     tables = {}
     for ds, folder in (("mnist", "MNIST_PRED"), ("cifar10", "CIFAR_PRED")):

@@ -1,6 +1,7 @@
 """Assess any model's predictions: the workflow's tables and figures, and a one-screen summary.
 
-Shared by ``trustcal assess`` (:mod:`trustcal.cli`) and the workflow's
+Shared by ``trustcal assess`` (:mod:`trustcal.cli`), the Python API
+(:mod:`trustcal.api`, on arrays: :func:`assess_loaded`) and the workflow's
 ``external`` rule. The files are read and checked by :mod:`trustcal.external`;
 the tables are the workflow's own (:func:`tables.trust_tables`,
 :func:`tables.score_tables`), with every prediction file treated as the test
@@ -220,13 +221,33 @@ def assess(
     except PredictionError:
         _refuse_histories([f.path for f in files])
         raise
+    return assess_loaded(loaded, trust, metrics, sweep, t_min=t_min, t_max=t_max, skipped=skipped,
+                         warnings=warnings, history=history_table, history_file=Path(history) if history else None)
+
+
+def assess_loaded(
+    loaded: Sequence[Loaded],
+    trust: TrustParams = TrustParams(),
+    metrics: MetricParams = MetricParams(),
+    sweep: SweepParams | None = SweepParams(),
+    *,
+    t_min: float = 0.01,
+    t_max: float = 100.0,
+    skipped: Sequence[Path] = (),
+    warnings: list[InputWarning] | None = None,
+    history: pd.DataFrame | None = None,
+    history_file: Path | None = None,
+) -> Assessment:
+    """Assess predictions already read and checked (:func:`external.load`, or arrays by :mod:`trustcal.api`):
+    the workflow's tables, with temperature scaling fitted where validation predictions are given."""
+    warnings = [] if warnings is None else warnings
     preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max)
     tables = {**trust_tables(preds, trust, sweep), **score_tables(preds, metrics)}
     if calibration is not None:
         tables["calibration"] = calibration
     return Assessment(
-        files, skipped, tables, warnings, loaded[0].classes, sorted({len(x.labels) for x in loaded}),
-        history_table, Path(history) if history else None, trust.clusters, metrics.ece_bins[0],
+        [item.file for item in loaded], list(skipped), tables, warnings, loaded[0].classes,
+        sorted({len(x.labels) for x in loaded}), history, history_file, trust.clusters, metrics.ece_bins[0],
     )
 
 
@@ -236,6 +257,18 @@ def assess(
 # Figures with the epoch on the x axis: drawn only for a series of two or more epochs.
 SERIES_FIGURES = {"trust_grid", "loss_curves", "network_opinion", "opinion_triangle", "calibration_metrics",
                   "geometric_metrics"}
+
+
+def figure_tables(a: Assessment) -> dict[str, pd.DataFrame]:
+    """The tables the figures are drawn from: the assessment's, plus the training history when there is one.
+    A single epoch is its own first, best and last epoch (a history of that one epoch, without losses)."""
+    epochs = a.tables["trust"]["epoch"].unique()
+    tables = dict(a.tables)
+    if a.history is not None:
+        tables["history"] = a.history
+    if len(epochs) < 2:
+        tables["history"] = pd.DataFrame({"epoch": epochs[:1], "train_loss": np.nan, "val_loss": np.nan})
+    return tables
 
 
 def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]], list[str]]:
@@ -249,13 +282,8 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
     """
     from . import figures
 
-    epochs = a.tables["trust"]["epoch"].unique()
-    series = len(epochs) >= 2
-    tables = dict(a.tables)
-    if a.history is not None:
-        tables["history"] = a.history
-    if not series:
-        tables["history"] = pd.DataFrame({"epoch": epochs[:1], "train_loss": np.nan, "val_loss": np.nan})
+    series = a.tables["trust"]["epoch"].nunique() >= 2
+    tables = figure_tables(a)
     jobs, left_out = [], []
     for name, (needs, _) in figures.FIGURES.items():
         if (name in SERIES_FIGURES and not series) or not all(t in tables for t in needs):

@@ -1,0 +1,344 @@
+"""The Python API: ``trustcal.assess(probs_or_logits, labels)`` for notebooks and scripts.
+
+The same assessment as ``trustcal assess`` (:mod:`trustcal.assessment`), on
+arrays instead of files: the same checks (each problem a
+:class:`~trustcal.external.PredictionError`, a :class:`~trustcal.io.TrustcalError`,
+whose message names the argument and the fix), the same tidy tables and the
+same figures. The arrays are one epoch of one model: epoch 0, as a single
+prediction file without a number in its name is for ``trustcal assess``.
+
+Example (any N×K probabilities or logits and N integer labels)::
+
+    >>> import numpy as np, trustcal
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.integers(0, 3, 300)
+    >>> logits = rng.normal(size=(300, 3)) + 3 * np.eye(3)[labels]
+    >>> result = trustcal.assess(logits, labels, kind="logits")
+    >>> result.scores.loc[0, ["accuracy", "ece"]].round(3).tolist()
+    [0.96, 0.13]
+    >>> result.network_opinion().round(3).tolist()   # belief, disbelief, uncertainty
+    [0.768, 0.226, 0.005]
+    >>> fig = result.reliability_diagram()            # a matplotlib Figure
+"""
+
+from __future__ import annotations
+
+import warnings as pywarnings
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .external import (
+    ColumnError, CellError, InputWarning, LabelError, LengthMismatch, Loaded, PredictionError, PredictionFile,
+    ReadOptions, Table, check_table, suspicious,
+)
+from .tables import MetricParams, SweepParams
+from .trust import TrustParams
+
+if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
+    from matplotlib.figure import Figure
+
+    from .assessment import Assessment
+
+__all__ = ["assess", "AssessmentResult"]
+
+# The CLI's flags in the reading module's messages, as the arguments of :func:`assess`.
+_FLAGS = (
+    ("pass --kind logits", 'pass kind="logits"'),
+    ("--kind logits", 'kind="logits"'),
+    ("pass --renormalize", "pass renormalize=True"),
+    ("(--renormalize)", "(renormalize=True)"),
+    ("--sum-tolerance", "sum_tolerance"),
+    ("widen --t-min/--t-max", "widen t_min/t_max"),
+    (" or check --prob-columns", ""),
+)
+
+
+def _api_text(message: str) -> str:
+    for flag, argument in _FLAGS:
+        message = message.replace(flag, argument)
+    return message
+
+
+class AssessmentWarning(UserWarning):
+    """Suspicious but valid input (the ``trustcal assess`` warnings); also in :attr:`AssessmentResult.warnings`."""
+
+
+@dataclass(repr=False)
+class AssessmentResult:
+    """What :func:`assess` returns: the workflow's tidy tables, a summary and the figures.
+
+    ``tables`` holds every table of ``trustcal assess`` by its CSV name (``trust``,
+    ``dynamic_trust``, ``trust_sweep``, ``scores``, ``trust_spectrum``,
+    ``reliability``, ``trust_density`` and, with validation data, ``calibration``);
+    the most used are also attributes. Rows are per ``epoch`` (0), ``calibrated``
+    (False, and True when temperature scaling was fitted) and, for the scores,
+    ``split`` (``test``: the arrays given; ``val``: the validation arrays).
+    """
+
+    tables: dict[str, pd.DataFrame]
+    warnings: list[InputWarning]
+    classes: int
+    samples: int
+    temperature: float | None  # fitted on the validation data, else None
+    assessment: "Assessment" = field(repr=False)
+
+    # ----- tables
+
+    @property
+    def scores(self) -> pd.DataFrame:
+        """accuracy, nll, ece (and ece_M per bin count), brier, net_trust_score, geometric metrics… per row."""
+        return self.tables["scores"]
+
+    @property
+    def trust(self) -> pd.DataFrame:
+        """The trust opinion (belief, disbelief, uncertainty, projected trust) per label and for the network."""
+        return self.tables["trust"]
+
+    @property
+    def calibration(self) -> pd.DataFrame | None:
+        """The fitted temperature and the validation NLL before and after (None without validation data)."""
+        return self.tables.get("calibration")
+
+    def network_opinion(self, calibrated: bool = False) -> pd.Series:
+        """The network's trust opinion (belief, disbelief, uncertainty) before (or after) calibration."""
+        trust = self.trust
+        rows = trust[(trust["label"].astype(str) == "network") & (trust["calibrated"] == calibrated)]
+        if rows.empty:
+            raise PredictionError("no calibrated rows: pass validation=(val_probs_or_logits, val_labels) to fit "
+                                  "temperature scaling")
+        return rows.iloc[-1][["belief", "disbelief", "uncertainty"]].astype(float)
+
+    def summary_table(self) -> pd.DataFrame:
+        """Accuracy, ECE, NetTrustScore and the network opinion, before (and after) calibration."""
+        from .assessment import summary_table
+
+        return summary_table(self.tables)
+
+    def summary(self) -> str:
+        """The one-screen summary of ``trustcal assess`` (print it)."""
+        from .assessment import format_summary
+
+        lines = format_summary(self.assessment).split("\n")
+        lines[0] = f"trustcal.assess: {self.samples} test samples, {self.classes} classes"
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``trustcal assess --json`` document (JSON-ready)."""
+        from .assessment import summary_dict
+
+        return summary_dict(self.assessment)
+
+    # ----- figures
+
+    def figure(self, name: str, *, title: str = "", path: str | Path | None = None) -> "Figure":
+        """Figure ``name`` of :data:`trustcal.figures.FIGURES` that one set of predictions allows:
+        ``reliability``, ``trust_spectrum``, ``trust_density`` or ``cluster_sweep`` (the others show
+        epochs; ``trustcal assess`` draws them for an epoch series). Saved to ``path`` too when given."""
+        from . import figures
+        from .assessment import SERIES_FIGURES, figure_tables
+
+        tables = figure_tables(self.assessment)
+        needs = figures.FIGURES.get(name, ((),))[0]
+        if name in SERIES_FIGURES or name not in figures.FIGURES or not all(t in tables for t in needs):
+            possible = [n for n, (ns, _) in figures.FIGURES.items()
+                        if n not in SERIES_FIGURES and all(t in tables for t in ns)]
+            raise PredictionError(f"figure {name!r} cannot be drawn from one set of predictions; these can: "
+                                  f"{', '.join(possible)}. Fix: pick one of them (the others show epochs: "
+                                  "trustcal assess draws them for an epoch series).")
+        return figures.draw(name, tables, title, [path] if path else [], clusters=self.assessment.clusters)
+
+    def reliability_diagram(self, *, title: str = "", path: str | Path | None = None) -> "Figure":
+        """Top-label reliability diagram over the confidence histogram (before and after calibration)."""
+        return self.figure("reliability", title=title, path=path)
+
+    def trust_spectrum(self, *, title: str = "", path: str | Path | None = None) -> "Figure":
+        """Trust spectrum T(z) per label (Wong et al.), before and after calibration."""
+        return self.figure("trust_spectrum", title=title, path=path)
+
+    def trust_density(self, *, title: str = "", path: str | Path | None = None) -> "Figure":
+        """Trust density per label (Wong et al. §2.2)."""
+        return self.figure("trust_density", title=title, path=path)
+
+    # ----- files
+
+    def save(self, out: str | Path, *, figures: bool = True, title: str = "predictions") -> Path:
+        """Write what ``trustcal assess --out OUT`` writes (tables, figures, summary.txt, warnings.txt,
+        assess.json) into ``out``, replaced whole only once everything is written."""
+        from .assessment import MARKER, write_assessment
+        from .io import atomic_directory
+
+        with atomic_directory(out, MARKER) as tmp:
+            write_assessment(self.assessment, tmp, title=title, figures=figures, meta={"source": "trustcal.assess"})
+        return Path(out)
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def _as_array(x, name: str) -> np.ndarray:
+    if hasattr(x, "detach"):  # a torch tensor, without importing torch
+        x = x.detach().cpu().numpy()
+    elif isinstance(x, (pd.DataFrame, pd.Series)):
+        x = x.to_numpy()
+    try:
+        return np.asarray(x)
+    except Exception as exc:
+        raise CellError(f"{name}: cannot be read as an array ({type(exc).__name__}: {exc}). "
+                        f"Fix: pass a numpy array (or a list of lists of numbers).") from None
+
+
+def _values(x, name: str) -> np.ndarray:
+    arr = _as_array(x, name)
+    if arr.dtype.kind not in "biuf":
+        raise CellError(f"{name}: holds {arr.dtype} values; expected numbers, an N×K array of probabilities or "
+                        "logits. Fix: pass e.g. model(x).softmax(-1) as a float array.")
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        hint = (" For a binary classifier giving P(class 1) only, pass np.column_stack([1 - p, p])."
+                if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1) else "")
+        raise ColumnError(f"{name}: has shape {arr.shape}; expected N×K with K ≥ 2 (one row per sample, one column "
+                          f"per class). Fix: pass the full matrix of probabilities or logits.{hint}")
+    if len(arr) == 0:
+        raise ColumnError(f"{name}: has no rows; expected one row per sample. Fix: pass at least one prediction.")
+    return arr.astype(np.float64)
+
+
+def _labels(y, name: str, values: np.ndarray, values_name: str) -> np.ndarray:
+    arr = _as_array(y, name)
+    n, k = values.shape
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    elif arr.ndim == 2 and arr.shape == (n, k) and arr.dtype.kind in "biuf":
+        onehot = arr.astype(np.float64)
+        if np.all((onehot == 0) | (onehot == 1)) and np.all(onehot.sum(axis=1) == 1):
+            arr = onehot.argmax(axis=1)
+    if arr.dtype.kind not in "biuf":
+        raise LabelError(f"{name}: holds {arr.dtype} values; expected integer class indices 0 … {k - 1} (the "
+                         f"columns of {values_name}). Fix: map class names to indices, e.g. "
+                         "names, y = np.unique(labels, return_inverse=True).")
+    if arr.ndim != 1:
+        raise ColumnError(f"{name}: has shape {arr.shape}; expected one integer class index per sample, shape "
+                          f"({n},) (or one-hot {n}×{k}). Fix: pass a 1-D integer array.")
+    if len(arr) != n:
+        raise LengthMismatch(f"{name}: {len(arr)} labels but {values_name} has {n} rows; expected one label per row. "
+                             "Fix: pass the labels of the same samples, in the same order.")
+    return arr.astype(np.float64)
+
+
+def _table(values, labels, kind: str, names: tuple[str, str]) -> Table:
+    v = _values(values, names[0])
+    table = Table(Path(names[0]), v, kind, _labels(labels, names[1], v, names[0]),
+                  lambda r, c=None: f"row {r}" + ("" if c is None else f", column {c}"),
+                  label_where=lambda r: f"element {r}", label_path=Path(names[1]))
+    return table
+
+
+def assess(
+    probs_or_logits,
+    labels,
+    *,
+    kind: str = "auto",
+    validation: tuple | None = None,
+    clusters: int = TrustParams().clusters,
+    trust: TrustParams | None = None,
+    metrics: MetricParams = MetricParams(),
+    sweep: SweepParams | None = SweepParams(),
+    t_min: float = 0.01,
+    t_max: float = 100.0,
+    sum_tolerance: float = ReadOptions().sum_tolerance,
+    renormalize: bool = False,
+) -> AssessmentResult:
+    """Trust opinions, ECE, NetTrustScore and the other metrics of one model's predictions.
+
+    Parameters
+    ----------
+    probs_or_logits : array-like, N×K
+        Predicted probabilities (rows summing to 1) or logits, one row per sample, one column per
+        class (a numpy array, a DataFrame or a CPU torch tensor).
+    labels : array-like, N
+        True class indices 0 … K−1 (or one-hot N×K).
+    kind : "auto", "probs" or "logits"
+        ``auto``: probabilities, unless values outside [0, 1] with rows not summing to 1 show logits
+        (with a warning).
+    validation : (val_probs_or_logits, val_labels), optional
+        Validation predictions of the same model: temperature scaling is fitted on them as in the
+        workflow, and every table gets rows after calibration (``calibrated == True``) too.
+    clusters : int
+        Probability clusters per class of the trust opinion (the paper's M = 10).
+    trust, metrics, sweep
+        All parameters (:class:`trustcal.trust.TrustParams`, :class:`trustcal.tables.MetricParams`,
+        :class:`trustcal.tables.SweepParams`; ``sweep=None`` skips the ``trust_sweep`` table);
+        ``trust`` overrides ``clusters``. The defaults are those of ``trustcal assess``.
+    t_min, t_max : float
+        Search bounds of the temperature.
+    sum_tolerance, renormalize
+        Rows of probabilities must sum to 1 within ``sum_tolerance``; ``renormalize=True`` divides
+        them by their sum instead (with a warning).
+
+    Returns
+    -------
+    AssessmentResult
+        ``.scores`` and ``.trust`` (tidy DataFrames), ``.tables`` (every table), ``.summary()``,
+        ``.reliability_diagram()`` and ``.trust_spectrum()`` (matplotlib figures), ``.save(dir)``.
+        Suspicious input (a softmax applied twice, accuracy below chance, a class never seen) is
+        in ``.warnings`` and is also issued as an :class:`AssessmentWarning`.
+
+    Raises
+    ------
+    trustcal.external.PredictionError
+        (a :class:`trustcal.io.TrustcalError`) for input that cannot be assessed: the message names
+        the argument, the row or label, and the fix.
+
+    Example
+    -------
+    >>> import numpy as np, trustcal
+    >>> probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
+    >>> result = trustcal.assess(probs, [0, 1, 1, 1], clusters=5, sweep=None)
+    >>> float(result.scores.loc[0, "accuracy"])
+    0.75
+    >>> print(result.summary().splitlines()[0])
+    trustcal.assess: 4 test samples, 2 classes
+    """
+    from .assessment import assess_loaded
+
+    if trust is None:
+        if isinstance(clusters, bool) or not isinstance(clusters, (int, np.integer)) or clusters < 1:
+            raise PredictionError(f"clusters={clusters!r}: expected a positive integer. Fix: pass e.g. clusters=10.")
+        trust = TrustParams(clusters=int(clusters))
+    if not t_min < t_max:
+        raise PredictionError(f"t_min={t_min} must be smaller than t_max={t_max}. Fix: e.g. t_min=0.01, t_max=100.")
+    opts = ReadOptions(kind=kind, sum_tolerance=sum_tolerance, renormalize=renormalize)
+    found: list[InputWarning] = []
+
+    def warn(w: InputWarning) -> None:
+        found.append(replace(w, message=_api_text(w.message)))
+
+    try:
+        table = _table(probs_or_logits, labels, kind, ("probs_or_logits", "labels"))
+        probs, y, logits = check_table(table, opts, warn)
+        suspicious(probs, y, table.path, warn)
+        item = Loaded(PredictionFile(table.path, 0, None), probs, y, logits)
+        if validation is not None:
+            if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
+                raise PredictionError(
+                    f"validation: got {type(validation).__name__}; expected a pair (val_probs_or_logits, val_labels). "
+                    "Fix: pass validation=(val_logits, val_labels).")
+            val = _table(validation[0], validation[1], kind, ("validation[0]", "validation[1]"))
+            item.val_probs, item.val_labels, item.val_logits = check_table(val, opts, warn, probs.shape[1])
+        a = assess_loaded([item], trust, metrics, sweep, t_min=t_min, t_max=t_max, warnings=found)
+    except PredictionError as exc:
+        raise type(exc)(_api_text(str(exc))) from None
+    a.warnings[:] = [replace(w, message=_api_text(w.message)) for w in a.warnings]
+    for w in a.warnings:
+        pywarnings.warn(f"[{w.code}] {w}", AssessmentWarning, stacklevel=2)
+    calibration = a.tables.get("calibration")
+    return AssessmentResult(
+        a.tables, a.warnings, a.classes, len(y),
+        float(calibration["temperature"].iloc[0]) if calibration is not None else None, a,
+    )
