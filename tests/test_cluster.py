@@ -74,7 +74,12 @@ def test_slurm_profile_submits_one_job_per_stage_not_per_rule(tiny):
     train = re.findall(r"^rule train:.*?resources: ([^\n]*)", out, flags=re.S | re.M)
     assert len(train) == 2
     for res in train:
-        assert "slurm_partition=gpu" in res and "gpu=1" in res and "cpus_per_gpu=2" in res, res
+        assert "gpu=1" in res and "cpus_per_gpu=2" in res, res
+        # Recent Snakemake (9.15 here) prints string resources as <TBD> in a dry run; the
+        # live test below checks in sacct that train ran in the gpu partition.
+        assert re.search(r"slurm_partition=(gpu|<TBD>)(,|$)", res), res
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    assert profile["set-resources"]["train"]["slurm_partition"] == "gpu"
     groups = re.findall(r"^\[[^\n]*Group job evaluate[^\n]*\n(.*?)(?=^\[|\Z)", out, flags=re.S | re.M)
     assert len(groups) == 2
     for group in groups:  # one dataset × seed's post-training steps per cluster job

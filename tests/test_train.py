@@ -111,6 +111,19 @@ def test_raising_epochs_trains_only_the_new_ones(tmp_path, caplog):
     assert list(h["epoch"]) == [1, 2] and not [r for r in caplog.records if r.message.startswith("epoch")]
 
 
+def test_progress_bar_over_epochs_only_when_asked(tmp_path, capsys):
+    """A terminal gets a bar counting epochs from the resume point; a log (progress off) gets none."""
+    from trustcal.train import train_seeds
+
+    data = splits("mnist")
+    train_seeds([TrainConfig("mnist", seed=0, epochs=1)], data, [tmp_path])
+    assert capsys.readouterr().err == ""
+    train_seeds([TrainConfig("mnist", seed=0, epochs=3)], data, [tmp_path], progress=True)
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    assert any(line.startswith("mnist seed 0:") and "3/3" in line and "val_acc=" in line for line in bar), bar
+    assert not any("0/3" in line for line in bar), bar  # resumed at epoch 1: the bar starts at 1/3
+
+
 def test_checkpoints_of_another_configuration_are_not_reused(tmp_path, caplog):
     data = splits("mnist")
     train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)

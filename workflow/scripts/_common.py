@@ -17,6 +17,18 @@ if str(WORKFLOW_DIR) not in sys.path:
 from trustcal.io import TrustcalError  # noqa: E402
 
 
+class _AboveProgressBars(logging.StreamHandler):
+    """Terminal log lines written above a progress bar (tqdm.write), not through it."""
+
+    def emit(self, record):
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(self.format(record), file=self.stream)
+        except Exception:
+            self.handleError(record)
+
+
 def run(snakemake, main, progress: bool = False) -> None:
     """Run ``main(snakemake)`` with logging to the rule's log file.
 
@@ -29,7 +41,7 @@ def run(snakemake, main, progress: bool = False) -> None:
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     handlers = [logging.FileHandler(log_file, mode="w")]
     if progress:
-        terminal = logging.StreamHandler(sys.stderr)
+        terminal = _AboveProgressBars(sys.stderr)
         where = ", ".join(f"{k}={v}" for k, v in snakemake.wildcards.items())
         terminal.setFormatter(logging.Formatter(f"[{snakemake.rule} {where}] %(message)s"))
         handlers.append(terminal)

@@ -1,3 +1,5 @@
+import sys
+
 from _common import run
 
 
@@ -13,7 +15,7 @@ def main(sm):
     train_stage(
         sm.wildcards.dataset, sm.params.seeds, sm.params.train, sm.input.splits,
         sm.params.checkpoint_dirs, [histories] if isinstance(histories, str) else list(histories),
-        threads=sm.threads,
+        threads=sm.threads, progress=sys.stderr.isatty(),
     )
 
 

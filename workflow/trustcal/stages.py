@@ -36,8 +36,12 @@ def epoch_of(path: str | Path) -> int:
     return int(m.group(1))
 
 
-def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1) -> None:
-    """Train ``seeds`` of ``dataset`` (together, as one stacked model, when several)."""
+def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1,
+                progress: bool = False) -> None:
+    """Train ``seeds`` of ``dataset`` (together, as one stacked model, when several).
+
+    ``progress``: a progress bar over the epochs (for a terminal; the log has a line per epoch).
+    """
     from .data import load_prepared
     from .train import TrainConfig, train_seeds
 
@@ -48,7 +52,7 @@ def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, th
         )
         for seed in seeds
     ]
-    for history, out in zip(train_seeds(cfgs, load_prepared(prepared), ckpt_dirs), history_outs):
+    for history, out in zip(train_seeds(cfgs, load_prepared(prepared), ckpt_dirs, progress), history_outs):
         write_csv(history, out)
 
 

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Sequence
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from .engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
 from .io import TrustcalError, atomic_path
@@ -187,7 +189,8 @@ def train_epoch(trainer: StackedTrainer, x: torch.Tensor, y: torch.Tensor, shuff
     return loss_sum / steps, correct.float() / seen
 
 
-def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_dirs: Sequence[str | Path]) -> list[pd.DataFrame]:
+def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_dirs: Sequence[str | Path],
+                progress: bool = False) -> list[pd.DataFrame]:
     """Train several seeds of one configuration together (one stacked model), resuming if possible.
 
     Each seed keeps its own initialisation, shuffling generator, checkpoints
@@ -231,6 +234,10 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
     x_val = torch.from_numpy(data["x_val"])
     y_val = torch.from_numpy(data["y_val"]).to(device)
 
+    bar = tqdm(
+        total=cfg0.epochs, initial=start, unit="epoch", disable=not progress, file=sys.stderr, dynamic_ncols=True,
+        desc=f"{cfg0.dataset} seed{'s' if len(cfgs) > 1 else ''} {','.join(str(c.seed) for c in cfgs)}",
+    )
     for epoch in range(start + 1, cfg0.epochs + 1):
         tic = time.perf_counter()
         with flushed_denormals():
@@ -258,6 +265,9 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
                 "epoch %3d/%d  seed %d  train loss %.4f acc %.4f  val loss %.4f acc %.4f  %.1f s",
                 epoch, c.epochs, c.seed, tl, ta, vl, va, seconds,
             )
+        bar.set_postfix(val_acc=" ".join(f"{a:.4f}" for a in val_acc.tolist()), refresh=False)
+        bar.update()
+    bar.close()
     return [pd.DataFrame(h, columns=list(HISTORY_COLUMNS)) for h in histories]
 
 
