@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trustcal import metrics as M
+from trustcal.measures import metrics as M
 
 
 def softmax(z: np.ndarray) -> np.ndarray:

@@ -18,11 +18,11 @@ Variants
               nn.Module, autograd, torch.optim.Adam — the typical user loop
   plain       the same model and optimiser on in-memory tensors (index slices of
               a per-epoch permutation), no DataLoader
-  engine      trustcal's training engine (trustcal.train.train_epoch), one seed
+  engine      trustcal's training engine (trustcal.training.loop.train_epoch), one seed
   engine5     the engine with five seeds trained together
   engine-malloc, engine5-malloc
               the same with glibc's default malloc settings, i.e. without
-              trustcal.engine.keep_freed_memory_in_process (not run by default;
+              trustcal.training.engine.keep_freed_memory_in_process (not run by default;
               name them with --variants to measure what that setting gives)
 """
 
@@ -96,8 +96,8 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from trustcal.engine import flush_denormals_in_this_process, keep_freed_memory_in_process
-    from trustcal.models import build_model
+    from trustcal.training.engine import flush_denormals_in_this_process, keep_freed_memory_in_process
+    from trustcal.training.models import build_model
 
     if variant.startswith("engine"):  # as the training rule does, before any parallel op
         flush_denormals_in_this_process()
@@ -113,7 +113,7 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
         import torchvision.datasets as tvd
         from torchvision.transforms import ToTensor
 
-        from trustcal.synthetic import write_cifar10, write_mnist
+        from trustcal.data.synthetic import write_cifar10, write_mnist
 
         root = tempfile.mkdtemp(prefix="bench-")
         atexit.register(shutil.rmtree, root, ignore_errors=True)
@@ -160,8 +160,8 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
             opt.step()
 
     else:
-        from trustcal.engine import StackedTrainer, flushed_denormals
-        from trustcal.train import epoch_order, train_epoch
+        from trustcal.training.engine import StackedTrainer, flushed_denormals
+        from trustcal.training.loop import epoch_order, train_epoch
 
         x_np, y_np = synthetic_arrays(model, n)
         x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)

@@ -20,7 +20,7 @@ AUTHOR_PREDICTIONS = SHARED / "reference" / "author-predictions"
 @pytest.fixture
 def tiny_data(tmp_path):
     """A data_dir with small MNIST and CIFAR-10 files in torchvision's on-disk formats."""
-    from trustcal.synthetic import write_cifar10, write_mnist
+    from trustcal.data.synthetic import write_cifar10, write_mnist
 
     data_dir = tmp_path / "data"
     write_mnist(data_dir, n_train=200, n_test=60)

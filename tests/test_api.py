@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 import trustcal
 from trustcal import cli
 from trustcal.api import AssessmentResult, AssessmentWarning
-from trustcal.external import ColumnError, LabelError, LengthMismatch, PredictionError, ProbabilityError
-from trustcal.io import TrustcalError
+from trustcal.predictions.external import ColumnError, LabelError, LengthMismatch, PredictionError, ProbabilityError
+from trustcal.errors import TrustcalError
 
 N, K = 400, 4
 

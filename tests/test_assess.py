@@ -24,13 +24,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import AUTHOR_PREDICTIONS
-from trustcal import cli, external, stages
+from trustcal import cli, stages
+from trustcal.predictions import external
 from trustcal.assessment import assess
-from trustcal.calibration import softmax
-from trustcal.external import PredictionError, PredictionFile, ReadOptions
-from trustcal.io import TrustcalError, read_npz
-from trustcal.tables import MetricParams, SweepParams
-from trustcal.trust import TrustParams, trust_opinions
+from trustcal.calibration.temperature import softmax
+from trustcal.predictions.external import PredictionError, PredictionFile, ReadOptions
+from trustcal.errors import TrustcalError
+from trustcal.files import read_npz
+from trustcal.reporting.tables import MetricParams, SweepParams
+from trustcal.measures.trust import TrustParams, trust_opinions
 
 MNIST_PRED = AUTHOR_PREDICTIONS / "MNIST_PRED"
 CIFAR_PRED = AUTHOR_PREDICTIONS / "CIFAR_PRED"

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from trustcal.bootstrap import BootstrapParams, bootstrap_opinions, percentile_interval, resample_counts
-from trustcal.trust import TrustParams, trust_opinions
+from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, percentile_interval, resample_counts
+from trustcal.measures.trust import TrustParams, trust_opinions
 
 
 def predictions(n=500, k=4, seed=1):

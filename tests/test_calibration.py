@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from trustcal.calibration import fit_temperature, log_softmax, nll_from_logits, softmax
+from trustcal.calibration.temperature import fit_temperature, log_softmax, nll_from_logits, softmax
 
 
 def sample_logits(t_true, n=20000, k=10, seed=0):

@@ -16,7 +16,7 @@ import pytest
 import trustcal
 from conftest import AUTHOR_PREDICTIONS
 from trustcal import cli
-from trustcal.calibration import softmax
+from trustcal.calibration.temperature import softmax
 
 MNIST_PRED = AUTHOR_PREDICTIONS / "MNIST_PRED"
 needs_author = pytest.mark.skipif(not MNIST_PRED.exists(), reason=f"author predictions not found in {AUTHOR_PREDICTIONS}")

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from conftest import MNIST_TEST_FILES, SHARED
-from trustcal import data
-from trustcal.synthetic import write_cifar10, write_mnist
+from trustcal.data import staging as data
+from trustcal.data.synthetic import write_cifar10, write_mnist
 
 MNIST_FILES = SHARED / "datasets" / "mnist"  # the complete MNIST; training archives recompressed
 
@@ -29,7 +29,7 @@ def test_reads_torchvision_formats_as_uint8_nchw(tiny_data, dataset, shape):
 
 
 def test_cifar_channel_order_survives_the_round_trip(tmp_path):
-    from trustcal.synthetic import class_images, write_cifar10
+    from trustcal.data.synthetic import class_images, write_cifar10
 
     write_cifar10(tmp_path, n_train=50, n_test=10, seed=7)
     expected, _ = class_images(50, (3, 32, 32), 7)

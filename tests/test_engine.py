@@ -67,9 +67,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from test_train import splits
-from trustcal.engine import StackedTrainer
-from trustcal.models import build_model
-from trustcal.train import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, train, train_seeds
+from trustcal.training.engine import StackedTrainer
+from trustcal.training.models import build_model
+from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, train, train_seeds
 
 EPS32 = torch.finfo(torch.float32).eps
 EPS_TF32 = 2.0**-10  # TF32 keeps 10 of float32's 23 mantissa bits
@@ -381,8 +381,8 @@ def test_logits_files_equal_the_nn_module_forward(tmp_path, dataset):
 
 FAULTS_SCRIPT = """
 import resource, sys, torch
-from trustcal.engine import StackedTrainer, keep_freed_memory_in_process
-from trustcal.models import build_model
+from trustcal.training.engine import StackedTrainer, keep_freed_memory_in_process
+from trustcal.training.models import build_model
 if sys.argv[1] == "keep":
     assert keep_freed_memory_in_process()
 torch.set_num_threads(2)

@@ -5,10 +5,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from trustcal import figures
-from trustcal.io import TrustcalError, write_csv
-from trustcal.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
-from trustcal.trust import TrustParams
+from trustcal.reporting import figures
+from trustcal.errors import TrustcalError
+from trustcal.files import write_csv
+from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from trustcal.measures.trust import TrustParams
 
 EPOCHS = 5
 N, K = 150, 10

@@ -26,7 +26,7 @@ IMPORT_CHECK = """
 import contextlib, io, sys, tempfile
 from pathlib import Path
 import numpy as np
-import trustcal, trustcal.cli, trustcal.assessment, trustcal.api, trustcal.figures, trustcal.verdict
+import trustcal, trustcal.cli, trustcal.assessment, trustcal.api, trustcal.reporting.figures, trustcal.reporting.verdict
 d = Path(tempfile.mkdtemp())
 rng = np.random.default_rng(0)
 labels = rng.integers(0, 3, 200)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustcal import metrics as M
+from trustcal.measures import metrics as M
 
 MNIST_PRED = Path("/work/shared/reference/author-predictions/MNIST_PRED")
 SETTINGS = settings(max_examples=40, deadline=None)

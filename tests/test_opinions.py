@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustcal.opinions import (
+from trustcal.measures.opinions import (
     Opinion,
     averaging_fusion,
     cumulative_fusion,

@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from trustcal.figures import FIGURES
-from trustcal.verdict import CLAIMS, NOT_COMPARABLE
+from trustcal.reporting.figures import FIGURES
+from trustcal.reporting.verdict import CLAIMS, NOT_COMPARABLE
 from workflow_utils import make_workdir, snakemake
 
 pytestmark = pytest.mark.slow

@@ -12,12 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from trustcal.io import TrustcalError
-from trustcal.models import build_model, count_parameters
-from trustcal.synthetic import class_images
-from trustcal.train import (
-    TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device, train,
-)
+from trustcal.errors import TrustcalError
+from trustcal.training.models import build_model, count_parameters
+from trustcal.data.synthetic import class_images
+from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device, train
 
 
 def splits(dataset, n_train=256, n_val=64, n_test=64):
@@ -99,21 +97,21 @@ def test_raising_epochs_trains_only_the_new_ones(tmp_path, caplog):
     data = splits("mnist")
     train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
     before = {e: checkpoint_path(tmp_path, e).stat().st_mtime_ns for e in (1, 2)}
-    with caplog.at_level(logging.INFO, logger="trustcal.train"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
         train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path)
     trained = [r.message for r in caplog.records if r.message.startswith("epoch")]
     assert len(trained) == 1 and trained[0].startswith("epoch   3/3")
     assert {e: checkpoint_path(tmp_path, e).stat().st_mtime_ns for e in (1, 2)} == before
     # Lowering epochs trains nothing and returns the shorter history.
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="trustcal.train"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
         h = train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
     assert list(h["epoch"]) == [1, 2] and not [r for r in caplog.records if r.message.startswith("epoch")]
 
 
 def test_progress_bar_over_epochs_only_when_asked(tmp_path, capsys):
     """A terminal gets a bar counting epochs from the resume point; a log (progress off) gets none."""
-    from trustcal.train import train_seeds
+    from trustcal.training.loop import train_seeds
 
     data = splits("mnist")
     train_seeds([TrainConfig("mnist", seed=0, epochs=1)], data, [tmp_path])
@@ -127,7 +125,7 @@ def test_progress_bar_over_epochs_only_when_asked(tmp_path, capsys):
 def test_checkpoints_of_another_configuration_are_not_reused(tmp_path, caplog):
     data = splits("mnist")
     train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
-    with caplog.at_level(logging.WARNING, logger="trustcal.train"):
+    with caplog.at_level(logging.WARNING, logger="trustcal.training.loop"):
         h = train(TrainConfig("mnist", seed=0, epochs=2, learning_rate=1e-2), data, tmp_path)
     assert "training afresh" in caplog.text
     assert load_checkpoint(checkpoint_path(tmp_path, 2))["fingerprint"]["learning_rate"] == 1e-2
@@ -139,7 +137,7 @@ def test_checkpoints_trained_on_other_data_are_not_reused(tmp_path, caplog):
     synthetic, real = splits("mnist"), splits("mnist")
     real["x_train"] = 255 - real["x_train"]
     train(TrainConfig("mnist", seed=0, epochs=2), synthetic, tmp_path / "run")
-    with caplog.at_level(logging.WARNING, logger="trustcal.train"):
+    with caplog.at_level(logging.WARNING, logger="trustcal.training.loop"):
         h = train(TrainConfig("mnist", seed=0, epochs=2), real, tmp_path / "run")
     assert "training afresh" in caplog.text and "data '" in caplog.text
     assert list(h["epoch"]) == [1, 2]
@@ -153,7 +151,7 @@ def test_checkpoints_trained_on_other_data_are_not_reused(tmp_path, caplog):
 @pytest.mark.parametrize("seeds", [[0], [0, 1]])
 def test_validation_logits_are_those_training_computed(tmp_path, monkeypatch, seeds):
     """Training saves each epoch's validation logits; the logits stage reuses them (one forward pass fewer)."""
-    import trustcal.train as train_module
+    import trustcal.training.loop as train_module
 
     data = splits("cifar10", n_train=64)
     train_module.train_seeds(
@@ -196,7 +194,7 @@ def test_truncated_checkpoint_is_reported_with_the_fix(tmp_path):
 KILL_SCRIPT = """
 import sys, numpy as np, logging
 logging.basicConfig(level=logging.INFO)
-from trustcal.train import TrainConfig, train
+from trustcal.training.loop import TrainConfig, train
 d = dict(np.load(sys.argv[1]))
 train(TrainConfig("mnist", seed=1, epochs=int(sys.argv[3])), d, sys.argv[2])
 """

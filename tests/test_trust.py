@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from trustcal.opinions import Opinion, cumulative_fusion, opinion_from_evidence
-from trustcal.trust import TrustParams, cluster_evidence, cluster_index, trust_opinions
+from trustcal.measures.opinions import Opinion, cumulative_fusion, opinion_from_evidence
+from trustcal.measures.trust import TrustParams, cluster_evidence, cluster_index, trust_opinions
 
 
 def two_class(p1, labels):

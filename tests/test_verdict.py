@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from conftest import SHARED
-from trustcal import verdict
-from trustcal.io import write_csv
-from trustcal.verdict import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED
+from trustcal.reporting import verdict
+from trustcal.files import write_csv
+from trustcal.reporting.verdict import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED
 
 EPOCHS = 40
 
@@ -347,7 +347,7 @@ def test_paths_must_name_dataset_and_seed(tmp_path):
 
 
 def test_perfect_classifier_reference_matches_algorithm_1():
-    from trustcal.trust import TrustParams, trust_opinions
+    from trustcal.measures.trust import TrustParams, trust_opinions
 
     labels = np.repeat(np.arange(10), 500)
     probs = np.eye(10)[labels]

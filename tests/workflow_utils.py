@@ -21,7 +21,7 @@ TINY_CONFIG = {
 
 
 def make_workdir(path: Path, n_train=240, n_test=80, **config) -> Path:
-    from trustcal.synthetic import write_cifar10, write_mnist
+    from trustcal.data.synthetic import write_cifar10, write_mnist
 
     path.mkdir(parents=True, exist_ok=True)
     write_mnist(path / "data", n_train=n_train, n_test=n_test)

@@ -104,7 +104,7 @@ def gpus():
     return 1 if config["device"].startswith("cuda") else 0
 
 
-# Figures drawn per dataset (workflow/rules/figures.smk; trustcal.figures.FIGURES).
+# Figures drawn per dataset (workflow/rules/figures.smk; trustcal.reporting.figures.FIGURES).
 FIGURE_NAMES = [
     "trust_grid",
     "loss_curves",
@@ -151,8 +151,8 @@ EXTERNAL = config["external"]
 
 def external_files(name):
     """The files an external set reads: its predictions, and its labels/validation/history files."""
-    from trustcal.external import ReadOptions, discover, history_beside
-    from trustcal.io import TrustcalError
+    from trustcal.predictions.external import ReadOptions, discover, history_beside
+    from trustcal.errors import TrustcalError
 
     entry = EXTERNAL[name]
     options = {k: v for k, v in entry.items() if k not in ("path", "history", "title")}

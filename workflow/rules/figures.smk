@@ -1,4 +1,4 @@
-# Stage 7: figures, from the tidy tables of every seed (trustcal.figures).
+# Stage 7: figures, from the tidy tables of every seed (trustcal.reporting.figures).
 #
 # Two jobs per dataset, split by what they read, so that a trust parameter
 # (clusters, trust: …) redraws only the trust figures: `figures` reads

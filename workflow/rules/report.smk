@@ -1,4 +1,4 @@
-# Stage 8: the reproduction verdict (trustcal.verdict) and the HTML report.
+# Stage 8: the reproduction verdict (trustcal.reporting.verdict) and the HTML report.
 #
 #   snakemake --cores 2                         # every table, figure and results/reproduction.md
 #   snakemake --report report.html              # then the browsable report of a finished run

@@ -14,7 +14,7 @@ WORKFLOW_DIR = Path(__file__).resolve().parents[1]
 if str(WORKFLOW_DIR) not in sys.path:
     sys.path.insert(0, str(WORKFLOW_DIR))
 
-from trustcal.io import TrustcalError  # noqa: E402
+from trustcal.errors import TrustcalError
 
 
 class _AboveProgressBars(logging.StreamHandler):

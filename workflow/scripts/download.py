@@ -2,7 +2,7 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.data import download, write_manifest
+    from trustcal.data.staging import download, write_manifest
 
     verified = download(
         sm.wildcards.dataset, sm.params.data_dir,

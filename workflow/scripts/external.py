@@ -6,9 +6,9 @@ def main(sm):
     from pathlib import Path
 
     from trustcal.assessment import assess_to_dir
-    from trustcal.external import ReadOptions
-    from trustcal.tables import MetricParams, SweepParams
-    from trustcal.trust import TrustParams
+    from trustcal.predictions.external import ReadOptions
+    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.measures.trust import TrustParams
 
     opts = dict(sm.params.options)
     source, history, title = opts.pop("path"), opts.pop("history", None), opts.pop("title", sm.wildcards.name)

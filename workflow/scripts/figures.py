@@ -2,7 +2,7 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.figures import render_figures
+    from trustcal.reporting.figures import render_figures
 
     render_figures(
         sm.wildcards.dataset, dict(sm.input.items()), dict(sm.output.items()),

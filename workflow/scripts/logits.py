@@ -4,7 +4,7 @@ from _common import run
 def main(sm):
     import torch
 
-    from trustcal.engine import keep_freed_memory_in_process
+    from trustcal.training.engine import keep_freed_memory_in_process
     from trustcal.stages import logits_stage
 
     keep_freed_memory_in_process()

@@ -2,7 +2,7 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.data import prepare
+    from trustcal.data.staging import prepare
 
     prepare(
         sm.wildcards.dataset, sm.params.data_dir, sm.output.splits,

@@ -3,7 +3,7 @@ from _common import run
 
 def main(sm):
     from trustcal.stages import scores_stage
-    from trustcal.tables import MetricParams
+    from trustcal.reporting.tables import MetricParams
 
     params = MetricParams(**{**sm.params.metrics, "ece_bins": tuple(sm.params.metrics["ece_bins"])})
     scores_stage(sm.input.logits, sm.input.calibration, dict(sm.output.items()), params)

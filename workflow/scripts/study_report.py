@@ -14,8 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow"))
 
-from trustcal.io import TrustcalError  # noqa: E402
-from trustcal.study import write_study  # noqa: E402
+from trustcal.errors import TrustcalError
+from trustcal.study import write_study
 
 COMMAND = ".venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml"
 

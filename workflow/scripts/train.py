@@ -4,7 +4,7 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.engine import flush_denormals_in_this_process, keep_freed_memory_in_process
+    from trustcal.training.engine import flush_denormals_in_this_process, keep_freed_memory_in_process
 
     flush_denormals_in_this_process()  # first, before PyTorch starts its worker threads
     keep_freed_memory_in_process()

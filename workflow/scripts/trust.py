@@ -3,8 +3,8 @@ from _common import run
 
 def main(sm):
     from trustcal.stages import trust_stage
-    from trustcal.tables import SweepParams
-    from trustcal.trust import TrustParams
+    from trustcal.reporting.tables import SweepParams
+    from trustcal.measures.trust import TrustParams
 
     sweep = SweepParams(clusters=tuple(sm.params.sweep["clusters"]), epochs=tuple(sm.params.sweep["epochs"]))
     trust_stage(sm.input.logits, sm.input.calibration, dict(sm.output.items()), TrustParams(**sm.params.trust), sweep)

@@ -2,7 +2,7 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.verdict import verdict_stage
+    from trustcal.reporting.verdict import verdict_stage
 
     verdict_stage(
         sm.input.trust, sm.input.history, sm.output.markdown, sm.output.table, dict(sm.params.settings),

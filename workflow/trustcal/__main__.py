@@ -1,5 +1,5 @@
 """``python -m trustcal assess …`` — the same as the ``trustcal`` command."""
 
-from .cli import main
+from trustcal.cli import main
 
 raise SystemExit(main())

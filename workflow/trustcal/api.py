@@ -2,7 +2,7 @@
 
 The same assessment as ``trustcal assess`` (:mod:`trustcal.assessment`), on
 arrays instead of files: the same checks (each problem a
-:class:`~trustcal.external.PredictionError`, a :class:`~trustcal.io.TrustcalError`,
+:class:`~trustcal.predictions.external.PredictionError`, a :class:`~trustcal.files.TrustcalError`,
 whose message names the argument and the fix), the same tidy tables and the
 same figures. The arrays are one epoch of one model: epoch 0, as a single
 prediction file without a number in its name is for ``trustcal assess``.
@@ -31,17 +31,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .external import (
-    ColumnError, CellError, InputWarning, LabelError, LengthMismatch, Loaded, PredictionError, PredictionFile,
-    ReadOptions, Table, check_table, suspicious,
+from trustcal.predictions.external import (
+    ColumnError,
+    CellError,
+    InputWarning,
+    LabelError,
+    LengthMismatch,
+    Loaded,
+    PredictionError,
+    PredictionFile,
+    ReadOptions,
+    Table,
+    check_table,
+    suspicious,
 )
-from .tables import MetricParams, SweepParams
-from .trust import TrustParams
+from trustcal.reporting.tables import MetricParams, SweepParams
+from trustcal.measures.trust import TrustParams
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
     from matplotlib.figure import Figure
 
-    from .assessment import Assessment
+    from trustcal.assessment import Assessment
 
 __all__ = ["assess", "AssessmentResult"]
 
@@ -114,13 +124,13 @@ class AssessmentResult:
 
     def summary_table(self) -> pd.DataFrame:
         """Accuracy, ECE, NetTrustScore and the network opinion, before (and after) calibration."""
-        from .assessment import summary_table
+        from trustcal.assessment import summary_table
 
         return summary_table(self.tables)
 
     def summary(self) -> str:
         """The one-screen summary of ``trustcal assess`` (print it)."""
-        from .assessment import format_summary
+        from trustcal.assessment import format_summary
 
         lines = format_summary(self.assessment).split("\n")
         lines[0] = f"trustcal.assess: {self.samples} test samples, {self.classes} classes"
@@ -131,18 +141,18 @@ class AssessmentResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``trustcal assess --json`` document (JSON-ready)."""
-        from .assessment import summary_dict
+        from trustcal.assessment import summary_dict
 
         return summary_dict(self.assessment)
 
     # ----- figures
 
     def figure(self, name: str, *, title: str = "", path: str | Path | None = None) -> "Figure":
-        """Figure ``name`` of :data:`trustcal.figures.FIGURES` that one set of predictions allows:
+        """Figure ``name`` of :data:`trustcal.reporting.figures.FIGURES` that one set of predictions allows:
         ``reliability``, ``trust_spectrum``, ``trust_density`` or ``cluster_sweep`` (the others show
         epochs; ``trustcal assess`` draws them for an epoch series). Saved to ``path`` too when given."""
-        from . import figures
-        from .assessment import SERIES_FIGURES, figure_tables
+        from trustcal.reporting import figures
+        from trustcal.assessment import SERIES_FIGURES, figure_tables
 
         tables = figure_tables(self.assessment)
         needs = figures.FIGURES.get(name, ((),))[0]
@@ -171,8 +181,8 @@ class AssessmentResult:
     def save(self, out: str | Path, *, figures: bool = True, title: str = "predictions") -> Path:
         """Write what ``trustcal assess --out OUT`` writes (tables, figures, summary.txt, warnings.txt,
         assess.json) into ``out``, replaced whole only once everything is written."""
-        from .assessment import MARKER, write_assessment
-        from .io import atomic_directory
+        from trustcal.assessment import MARKER, write_assessment
+        from trustcal.files import atomic_directory
 
         with atomic_directory(out, MARKER) as tmp:
             write_assessment(self.assessment, tmp, title=title, figures=figures, meta={"source": "trustcal.assess"})
@@ -272,8 +282,8 @@ def assess(
     clusters : int
         Probability clusters per class of the trust opinion (the paper's M = 10).
     trust, metrics, sweep
-        All parameters (:class:`trustcal.trust.TrustParams`, :class:`trustcal.tables.MetricParams`,
-        :class:`trustcal.tables.SweepParams`; ``sweep=None`` skips the ``trust_sweep`` table);
+        All parameters (:class:`trustcal.measures.trust.TrustParams`, :class:`trustcal.reporting.tables.MetricParams`,
+        :class:`trustcal.reporting.tables.SweepParams`; ``sweep=None`` skips the ``trust_sweep`` table);
         ``trust`` overrides ``clusters``. The defaults are those of ``trustcal assess``.
     t_min, t_max : float
         Search bounds of the temperature.
@@ -291,8 +301,8 @@ def assess(
 
     Raises
     ------
-    trustcal.external.PredictionError
-        (a :class:`trustcal.io.TrustcalError`) for input that cannot be assessed: the message names
+    trustcal.predictions.external.PredictionError
+        (a :class:`trustcal.files.TrustcalError`) for input that cannot be assessed: the message names
         the argument, the row or label, and the fix.
 
     Example
@@ -305,7 +315,7 @@ def assess(
     >>> print(result.summary().splitlines()[0])
     trustcal.assess: 4 test samples, 2 classes
     """
-    from .assessment import assess_loaded
+    from trustcal.assessment import assess_loaded
 
     if trust is None:
         if isinstance(clusters, bool) or not isinstance(clusters, (int, np.integer)) or clusters < 1:

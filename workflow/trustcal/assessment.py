@@ -2,7 +2,7 @@
 
 Shared by ``trustcal assess`` (:mod:`trustcal.cli`), the Python API
 (:mod:`trustcal.api`, on arrays: :func:`assess_loaded`) and the workflow's
-``external`` rule. The files are read and checked by :mod:`trustcal.external`;
+``external`` rule. The files are read and checked by :mod:`trustcal.predictions.external`;
 the tables are the workflow's own (:func:`tables.trust_tables`,
 :func:`tables.score_tables`), with every prediction file treated as the test
 split. Where validation predictions come with the test predictions,
@@ -27,16 +27,28 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import __version__
-from .calibration import softmax
-from .external import (
-    HISTORY_NAMES, ColumnError, InputWarning, Loaded, PredictionError, PredictionFile, ReadOptions, SeriesError,
-    UnreadableFile, Warn, discover, history_beside, load_series, read_bytes,
+from trustcal import __version__
+from trustcal.calibration.temperature import softmax
+from trustcal.predictions.external import (
+    HISTORY_NAMES,
+    ColumnError,
+    InputWarning,
+    Loaded,
+    PredictionError,
+    PredictionFile,
+    ReadOptions,
+    SeriesError,
+    UnreadableFile,
+    Warn,
+    discover,
+    history_beside,
+    load_series,
+    read_bytes,
 )
-from .io import atomic_directory, write_csv
-from .stages import CALIBRATION_COLUMNS, calibration_row
-from .tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
-from .trust import TrustParams
+from trustcal.files import atomic_directory, write_csv
+from trustcal.stages import CALIBRATION_COLUMNS, calibration_row
+from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from trustcal.measures.trust import TrustParams
 
 MARKER = "assess.json"  # written last; marks a directory that assess may replace
 FIGURE_FORMATS = ("png", "pdf")
@@ -280,7 +292,7 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
     A single epoch is its own first, best and last epoch: its reliability, trust spectrum and trust
     density figures are always drawn.
     """
-    from . import figures
+    from trustcal.reporting import figures
 
     series = a.tables["trust"]["epoch"].nunique() >= 2
     tables = figure_tables(a)
@@ -418,8 +430,8 @@ def flagged_predictions(a: Assessment) -> list[tuple[int, bool]]:
 
 
 def paper_runs(a: Assessment, dataset: str) -> dict:
-    """The assessment as one seed of ``dataset`` for :func:`trustcal.verdict.evaluate`."""
-    from .verdict import run_from_tables
+    """The assessment as one seed of ``dataset`` for :func:`trustcal.reporting.verdict.evaluate`."""
+    from trustcal.reporting.verdict import run_from_tables
 
     history = a.history if a.history is not None else pd.DataFrame(columns=["epoch", "train_loss", "val_loss"])
     return {dataset: {0: run_from_tables(a.tables["trust"], history)}}
@@ -428,7 +440,7 @@ def paper_runs(a: Assessment, dataset: str) -> dict:
 def write_paper_verdict(a: Assessment, dataset: str, out: Path, settings: dict) -> pd.DataFrame:
     """The paper's claims about ``dataset`` judged on these predictions: reproduction.{md,csv} in ``out``.
     Epochs flagged as double softmax are named, and every claim is recomputed without them."""
-    from .verdict import describe_flagged, write_verdict
+    from trustcal.reporting.verdict import describe_flagged, write_verdict
 
     provenance = (f"Predictions: {len(a.files)} files ({', '.join(sorted({str(f.path.parent) for f in a.files}))}); "
                   "one training run, so no sd over seeds; no test-set bootstrap.")

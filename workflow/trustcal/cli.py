@@ -17,8 +17,8 @@ import textwrap
 from dataclasses import fields
 from pathlib import Path
 
-from . import __version__
-from .io import TrustcalError
+from trustcal import __version__
+from trustcal.errors import TrustcalError
 
 DESCRIPTION = """\
 Assess a classifier from its predictions alone: the paper's subjective-logic
@@ -130,9 +130,9 @@ def _show_progress(items, what: str, unit: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .external import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
-    from .tables import MetricParams, SweepParams
-    from .trust import FUSIONS, REPRESENTATIVES, TrustParams
+    from trustcal.predictions.external import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
+    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.measures.trust import FUSIONS, REPRESENTATIVES, TrustParams
 
     tp, mp, sp, ro = TrustParams(), MetricParams(), SweepParams(), ReadOptions()
     parser = _Parser(prog="trustcal", description=DESCRIPTION)
@@ -233,10 +233,10 @@ def print_warnings(warnings, file=None) -> None:
 
 
 def run_assess(args) -> int:
-    from .assessment import assess_to_dir, no_progress, summary_dict
-    from .external import ReadOptions
-    from .tables import MetricParams, SweepParams
-    from .trust import TrustParams
+    from trustcal.assessment import assess_to_dir, no_progress, summary_dict
+    from trustcal.predictions.external import ReadOptions
+    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.measures.trust import TrustParams
 
     if args.t_min >= args.t_max:
         raise TrustcalError(f"--t-min {args.t_min} must be smaller than --t-max {args.t_max}")

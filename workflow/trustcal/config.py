@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .io import TrustcalError
+from trustcal.errors import TrustcalError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 

@@ -14,10 +14,11 @@ from typing import Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from .calibration import fit_temperature, nll_from_logits, softmax
-from .io import TrustcalError, read_csv, read_npz, write_csv, write_npz
-from .tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
-from .trust import TrustParams
+from trustcal.calibration.temperature import fit_temperature, nll_from_logits, softmax
+from trustcal.errors import TrustcalError
+from trustcal.files import read_csv, read_npz, write_csv, write_npz
+from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from trustcal.measures.trust import TrustParams
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,8 @@ def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, th
 
     ``progress``: a progress bar over the epochs (for a terminal; the log has a line per epoch).
     """
-    from .data import load_prepared
-    from .train import TrainConfig, train_seeds
+    from trustcal.data.staging import load_prepared
+    from trustcal.training.loop import TrainConfig, train_seeds
 
     cfgs = [
         TrainConfig(
@@ -57,9 +58,9 @@ def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, th
 
 
 def logits_stage(dataset, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
-    from .data import load_prepared
-    from .io import write_npz
-    from .train import checkpoint_path, compute_logits
+    from trustcal.data.staging import load_prepared
+    from trustcal.files import write_npz
+    from trustcal.training.loop import checkpoint_path, compute_logits
 
     data = load_prepared(prepared)
     for out in outputs:
@@ -135,9 +136,9 @@ BOOTSTRAP_KEYS = ("epochs", "belief", "disbelief", "uncertainty", "resamples", "
 
 def trust_bootstrap_stage(logit_paths, calibration_csv, out, params: TrustParams, bootstrap) -> None:
     """Trust opinions of every epoch, before and after calibration, on ``bootstrap.resamples``
-    resamples of the test set (:mod:`trustcal.bootstrap`): ``belief``, ``disbelief`` and
+    resamples of the test set (:mod:`trustcal.measures.bootstrap`): ``belief``, ``disbelief`` and
     ``uncertainty`` arrays of shape epochs × 2 (before, after) × resamples × (K + 1) labels."""
-    from .bootstrap import bootstrap_opinions, resample_counts
+    from trustcal.measures.bootstrap import bootstrap_opinions, resample_counts
 
     by_epoch: dict[int, dict[bool, dict[str, np.ndarray]]] = {}
     counts = None

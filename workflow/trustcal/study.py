@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .io import TrustcalError, atomic_path, read_csv
-from .verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, load_runs, invariance_note
+from trustcal.errors import TrustcalError
+from trustcal.files import atomic_path, read_csv
+from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, load_runs, invariance_note
 
 DATASET_NAMES = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
 FIGURES = ("trust_grid", "loss_curves", "calibration_metrics", "reliability", "network_opinion")
@@ -189,7 +190,7 @@ def save_png(src: Path, dst: Path) -> None:
 
 def author_verdicts(author_dir: Path, out: Path) -> dict[str, pd.DataFrame]:
     """The paper's claims judged on the author's published predictions (trustcal assess --paper-claims)."""
-    from .assessment import assess_to_dir
+    from trustcal.assessment import assess_to_dir
 
     tables = {}
     for ds, folder in (("mnist", "MNIST_PRED"), ("cifar10", "CIFAR_PRED")):

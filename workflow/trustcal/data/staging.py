@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import torchvision.datasets as tvd
 
-from .io import TrustcalError, atomic_directory, atomic_path, read_npz, write_npz
+from trustcal.errors import TrustcalError
+from trustcal.files import atomic_directory, atomic_path, read_npz, write_npz
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ conclusion where they speak of these experiments) against our tables, with its u
 (``quote``), what we measure and a decision rule. Before- and after-calibration statements are
 separate claims. A measure is computed per training seed from ``trust.csv`` (per-label opinions),
 ``history.csv`` (losses) and, when present, ``trust_bootstrap.npz`` (the same opinions on resamples
-of the test set, :mod:`trustcal.bootstrap`); measures are vectorised over those resamples.
+of the test set, :mod:`trustcal.measures.bootstrap`); measures are vectorised over those resamples.
 
 **Uncertainty.** Over seeds: mean ± sd (n seeds). Over test samples: the percentile interval of the
 seed mean over the bootstrap resamples (the same resamples for every seed: one test set). The two
@@ -41,9 +41,10 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .bootstrap import percentile_interval
-from .io import TrustcalError, atomic_path, read_csv, read_npz, write_csv
-from .trust import TRUST_COLUMNS
+from trustcal.measures.bootstrap import percentile_interval
+from trustcal.errors import TrustcalError
+from trustcal.files import atomic_path, read_csv, read_npz, write_csv
+from trustcal.measures.trust import TRUST_COLUMNS
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_COMPARABLE = (
     "reproduced", "not reproduced", "inconclusive", "not comparable")
@@ -846,7 +847,7 @@ def settings_notes(settings: Mapping, datasets: Sequence[str], claims: Sequence[
 
 
 INTRO = (
-    "Generated from every run's `trust.csv`, `history.csv` and `trust_bootstrap.npz` by `trustcal.verdict`; "
+    "Generated from every run's `trust.csv`, `history.csv` and `trust_bootstrap.npz` by `trustcal.reporting.verdict`; "
     "do not edit by hand. Every result statement of Ouattara §7 (and of the abstract and §8 where they speak "
     "of these experiments), measured on the test set."
 )

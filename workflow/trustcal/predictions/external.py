@@ -36,8 +36,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .calibration import softmax
-from .io import TrustcalError
+from trustcal.calibration.temperature import softmax
+from trustcal.errors import TrustcalError
 
 # --------------------------------------------------------------------------- errors
 

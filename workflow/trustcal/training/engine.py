@@ -31,7 +31,7 @@ from typing import Iterator, Sequence
 import torch
 import torch.nn.functional as F
 
-from .models import build_model
+from trustcal.training.models import build_model
 
 
 def flush_denormals_in_this_process() -> None:

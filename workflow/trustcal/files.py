@@ -19,11 +19,9 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from trustcal.errors import TrustcalError
+
 log = logging.getLogger(__name__)
-
-
-class TrustcalError(Exception):
-    """An error whose message is meant for the user: it names the file and the fix."""
 
 
 def _umask() -> int:

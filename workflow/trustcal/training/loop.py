@@ -25,9 +25,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from .engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
-from .io import TrustcalError, atomic_path
-from .models import build_model
+from trustcal.training.engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
+from trustcal.errors import TrustcalError
+from trustcal.files import atomic_path
+from trustcal.training.models import build_model
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ import glob
 
 import pytest
 
-from trustcal.io import atomic_directory, atomic_path, remove_stale_temporaries
+from trustcal.files import atomic_directory, atomic_path, remove_stale_temporaries
 
 
 def test_atomic_path_replaces_the_target_only_on_success(tmp_path):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trust import TrustParams, cluster_index
+from trustcal.measures.trust import TrustParams, cluster_index
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95, axis: int =
 def bootstrap_opinions(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray,
                        params: TrustParams = TrustParams()) -> dict[str, np.ndarray]:
     """Class and network opinions of every resample: ``belief``, ``disbelief``, ``uncertainty``,
-    each B × (K + 1) (labels 0 … K−1, then the network), as :func:`trustcal.trust.trust_opinions`
+    each B × (K + 1) (labels 0 … K−1, then the network), as :func:`trustcal.measures.trust.trust_opinions`
     computes them on the resampled test set. Cumulative fusion only (the sum of evidence)."""
     if params.cluster_fusion != "cumulative" or params.class_fusion != "cumulative":
         raise ValueError("the bootstrap of trust opinions supports cumulative fusion only")

@@ -87,7 +87,7 @@ def _fuse_evidence(r: np.ndarray, s: np.ndarray, method: str, weight: float, bas
     if method == "cumulative":
         r_f, s_f = r.sum(axis=axis), s.sum(axis=axis)
     else:
-        from .opinions import evidence_from_opinion, fuse, opinion_from_evidence
+        from trustcal.measures.opinions import evidence_from_opinion, fuse, opinion_from_evidence
 
         fused = fuse(opinion_from_evidence(r, s, weight, base_rate), axis=axis, method=method)
         r_f, s_f = evidence_from_opinion(fused, weight)

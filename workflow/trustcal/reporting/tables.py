@@ -14,8 +14,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import metrics
-from .trust import TRUST_COLUMNS, TrustParams, cluster_evidence, cluster_index, trust_opinions
+from trustcal.measures import metrics
+from trustcal.measures.trust import TRUST_COLUMNS, TrustParams, cluster_evidence, cluster_index, trust_opinions
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,9 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from .io import TrustcalError, atomic_path, read_csv  # noqa: E402
-from .trust import TRUST_COLUMNS  # noqa: E402
+from trustcal.errors import TrustcalError
+from trustcal.files import atomic_path, read_csv
+from trustcal.measures.trust import TRUST_COLUMNS
 
 DATASET_TITLES = {"mnist": "MNIST (MLP)", "cifar10": "CIFAR-10 (CNN)"}
 LABEL_NAMES = {

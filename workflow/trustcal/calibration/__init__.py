@@ -1,0 +1,1 @@
+"""Post-hoc calibrators fitted on one split's logits (docs/method.md §2)."""

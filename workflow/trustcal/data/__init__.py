@@ -1,0 +1,1 @@
+"""The datasets: download, staging and checksums, the train/validation/test splits, synthetic stand-ins for tests."""
