@@ -5,13 +5,23 @@ VENV   ?= .venv
 CORES  ?= all
 BIN    := $(VENV)/bin
 
-.PHONY: reproduce test benchmark clean-venv
+.PHONY: reproduce test lint format benchmark clean-venv
 
 reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs)
 	$(BIN)/snakemake --cores $(CORES)
 
 test: $(VENV)/.installed-test  ## the test suite
 	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-test  ## style checks, as CI runs them (ruff, snakefmt; versions: pyproject's lint extra)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+
+format: $(VENV)/.installed-test  ## apply the formatters (and ruff's safe fixes)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+	$(BIN)/snakefmt Snakefile workflow/rules
 
 benchmark: $(VENV)/.installed  ## training-speed benchmark (README: Training speed)
 	$(BIN)/python benchmarks/bench_training.py
@@ -29,7 +39,7 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 
 # The test extra includes the workflow extra, so it also stands for .installed.
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
 	touch $(VENV)/.installed $@
 
 clean-venv:

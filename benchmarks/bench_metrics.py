@@ -69,22 +69,41 @@ def main(argv=None) -> None:
     timings = pd.DataFrame(rows)
 
     per_epoch = timings.groupby("repeat")["seconds"].sum()  # both splits, all pieces
-    per_piece = (timings.groupby(["repeat", "piece"])["seconds"].sum()
-                 .groupby("piece").median().sort_values(ascending=False))
+    per_piece = (
+        timings.groupby(["repeat", "piece"])["seconds"].sum().groupby("piece").median().sort_values(ascending=False)
+    )
     median_epoch = statistics.median(per_epoch)
 
     summary = pd.DataFrame(
-        [{"piece": p, "n": args.n, "k": args.k, "median_seconds_per_epoch": s,
-          f"seconds_for_{args.epochs}_epochs": s * args.epochs} for p, s in per_piece.items()]
-        + [{"piece": "total", "n": args.n, "k": args.k, "median_seconds_per_epoch": median_epoch,
-            f"seconds_for_{args.epochs}_epochs": median_epoch * args.epochs}])
+        [
+            {
+                "piece": p,
+                "n": args.n,
+                "k": args.k,
+                "median_seconds_per_epoch": s,
+                f"seconds_for_{args.epochs}_epochs": s * args.epochs,
+            }
+            for p, s in per_piece.items()
+        ]
+        + [
+            {
+                "piece": "total",
+                "n": args.n,
+                "k": args.k,
+                "median_seconds_per_epoch": median_epoch,
+                f"seconds_for_{args.epochs}_epochs": median_epoch * args.epochs,
+            }
+        ]
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     summary.to_csv(args.out, index=False)
 
     print(f"{args.n} x {args.k} predictions, before + after calibration, {args.repeats} repeats")
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print(f"median per epoch: {median_epoch * 1e3:.1f} ms; "
-          f"extrapolated for {args.epochs} epochs: {median_epoch * args.epochs:.1f} s")
+    print(
+        f"median per epoch: {median_epoch * 1e3:.1f} ms; "
+        f"extrapolated for {args.epochs} epochs: {median_epoch * args.epochs:.1f} s"
+    )
     print(f"written: {args.out}")
 
 

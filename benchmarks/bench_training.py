@@ -109,8 +109,8 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
     torch.manual_seed(0)
 
     if variant == "dataloader":
-        from torch.utils.data import DataLoader
         import torchvision.datasets as tvd
+        from torch.utils.data import DataLoader
         from torchvision.transforms import ToTensor
 
         from trustcal.data.synthetic import write_cifar10, write_mnist
@@ -187,8 +187,12 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
     steps_per_epoch = math.ceil(n / BATCH)
     flops = train_flops_per_step(model, seeds)
     return dict(
-        variant=variant, model=model, seeds=seeds, threads=threads,
-        ms_per_step=per_step * 1e3, s_per_epoch=per_step * steps_per_epoch,
+        variant=variant,
+        model=model,
+        seeds=seeds,
+        threads=threads,
+        ms_per_step=per_step * 1e3,
+        s_per_epoch=per_step * steps_per_epoch,
         s_per_epoch_per_seed=per_step * steps_per_epoch / seeds,
         gflops=flops / per_step / 1e9,
         peak_mem_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -213,34 +217,51 @@ def main(argv=None) -> None:
     import pandas as pd
 
     sgemm = sgemm_gflops(args.threads)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"{args.threads} threads; sgemm {sgemm:.1f} GFLOP/s (2048², best of 10)")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{args.threads} threads; sgemm {sgemm:.1f} GFLOP/s (2048², best of 10)"
+    )
     rows = []
     for model in args.models:
         steps = args.steps or (400 if model == "mnist" else 60)
         for variant in args.variants:
-            cmd = [sys.executable, __file__, "--child", f"{variant}:{model}", "--steps", str(steps),
-                   "--threads", str(args.threads)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--child",
+                f"{variant}:{model}",
+                "--steps",
+                str(steps),
+                "--threads",
+                str(args.threads),
+            ]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             row["frac_of_sgemm"] = row["gflops"] / sgemm
             row["sgemm_gflops"] = sgemm
             rows.append(row)
-            print(f"{model:8s} {variant:14s} seeds {row['seeds']}: {row['ms_per_step']:7.2f} ms/step "
-                  f"{row['s_per_epoch']:7.1f} s/epoch  {row['gflops']:6.1f} GFLOP/s "
-                  f"({100 * row['frac_of_sgemm']:4.1f} % of sgemm)  peak {row['peak_mem_mb']:6.0f} MB", flush=True)
+            print(
+                f"{model:8s} {variant:14s} seeds {row['seeds']}: {row['ms_per_step']:7.2f} ms/step "
+                f"{row['s_per_epoch']:7.1f} s/epoch  {row['gflops']:6.1f} GFLOP/s "
+                f"({100 * row['frac_of_sgemm']:4.1f} % of sgemm)  peak {row['peak_mem_mb']:6.0f} MB",
+                flush=True,
+            )
     df = pd.DataFrame(rows)
     for model, g in df.groupby("model", sort=False):
         t = g.set_index("variant")["ms_per_step"]
         if {"dataloader", "engine"} <= set(t.index):
-            print(f"{model}: engine / dataloader time per step = {t['engine'] / t['dataloader']:.3f} "
-                  f"({t['dataloader'] / t['engine']:.1f}× faster)")
+            print(
+                f"{model}: engine / dataloader time per step = {t['engine'] / t['dataloader']:.3f} "
+                f"({t['dataloader'] / t['engine']:.1f}× faster)"
+            )
         if {"engine", "engine5"} <= set(t.index):
             print(f"{model}: 5 seeds together / 1 seed time per step = {t['engine5'] / t['engine']:.2f}")
         for v in ("engine", "engine5"):
             if {v, f"{v}-malloc"} <= set(t.index):
-                print(f"{model}: {v} with freed memory kept / with glibc's defaults = "
-                      f"{t[v] / t[f'{v}-malloc']:.3f} ({t[f'{v}-malloc'] / t[v]:.2f}× faster)")
+                print(
+                    f"{model}: {v} with freed memory kept / with glibc's defaults = "
+                    f"{t[v] / t[f'{v}-malloc']:.3f} ({t[f'{v}-malloc'] / t[v]:.2f}× faster)"
+                )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out, index=False)
     print(f"written {args.out}")

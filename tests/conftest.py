@@ -1,4 +1,5 @@
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,25 @@ def tiny_data(tmp_path):
     write_mnist(data_dir, n_train=200, n_test=60)
     write_cifar10(data_dir, n_train=200, n_test=60)
     return data_dir
+
+
+@pytest.fixture(scope="session")
+def finished(tmp_path_factory):
+    """A finished tiny run (tests/tiny.yaml: 3 epochs, both datasets), made once per session.
+
+    Shared read-only by every test that asks for it: a test that changes the run
+    (reruns, new config, new files) works on `copy_of` instead.
+    """
+    from workflow_utils import make_workdir, snakemake
+
+    workdir = make_workdir(tmp_path_factory.mktemp("run") / "work")
+    snakemake(workdir)
+    return workdir
+
+
+@pytest.fixture
+def copy_of(finished, tmp_path):
+    """A copy of the finished tiny run for this test alone."""
+    dst = tmp_path / "work"
+    shutil.copytree(finished, dst, symlinks=True)
+    return dst

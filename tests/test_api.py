@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 import trustcal
 from trustcal import cli
 from trustcal.api import AssessmentResult, AssessmentWarning
-from trustcal.predictions.external import ColumnError, LabelError, LengthMismatch, PredictionError, ProbabilityError
 from trustcal.errors import TrustcalError
+from trustcal.predictions import ColumnError, LabelError, LengthMismatch, PredictionError, ProbabilityError
 
 N, K = 400, 4
 
@@ -69,8 +69,9 @@ def test_probabilities_give_the_numbers_of_the_cli(tmp_path):
 def test_logits_with_validation_give_the_numbers_of_the_cli(tmp_path):
     logits, labels = model_outputs(1)
     val_logits, val_labels = model_outputs(2, n=300)
-    expected, _ = cli_tables(tmp_path, "logits", logits=logits, labels=labels, val_logits=val_logits,
-                             val_labels=val_labels)
+    expected, _ = cli_tables(
+        tmp_path, "logits", logits=logits, labels=labels, val_logits=val_logits, val_labels=val_labels
+    )
     result = trustcal.assess(logits, labels, kind="logits", validation=(val_logits, val_labels))
     assert api_tables(result, tmp_path / "api") == expected
     assert "calibration" in result.tables and result.temperature == result.calibration["temperature"].iloc[0]
@@ -126,8 +127,12 @@ def test_figures_are_matplotlib_figures(tmp_path):
     logits, labels = model_outputs(6)
     val_logits, val_labels = model_outputs(7, n=200)
     result = trustcal.assess(logits, labels, kind="logits", validation=(val_logits, val_labels))
-    for fig in (result.reliability_diagram(), result.trust_spectrum(), result.trust_density(),
-                result.figure("cluster_sweep", title="my model")):
+    for fig in (
+        result.reliability_diagram(),
+        result.trust_spectrum(),
+        result.trust_density(),
+        result.figure("cluster_sweep", title="my model"),
+    ):
         assert isinstance(fig, Figure) and fig.axes
     assert result.reliability_diagram(path=tmp_path / "rel.png") is not None
     assert (tmp_path / "rel.png").stat().st_size > 1000
@@ -158,17 +163,43 @@ BAD_INPUTS = [
     (np.full((4, 2), 0.5), [0, 1, 0], {}, LengthMismatch, ["labels", "3 labels", "4 rows", "Fix"]),
     (np.full((4, 2), 0.5), [[0, 1], [1, 0]], {}, ColumnError, ["labels", "shape (2, 2)"]),
     (np.array([[0.5, 0.5], [np.nan, 0.5]]), [0, 1], {}, TrustcalError, ["probs_or_logits", "row 1, column 0", "NaN"]),
-    (np.array([[1.5, -0.5], [0.5, 0.5]]), [0, 1], {"kind": "probs"}, ProbabilityError,
-     ["probs_or_logits", "row 0, column 1", 'kind="logits"']),
-    (np.array([[0.5, 0.4], [0.5, 0.5]]), [0, 1], {}, ProbabilityError, ["probs_or_logits", "row 0", "renormalize=True"]),
+    (
+        np.array([[1.5, -0.5], [0.5, 0.5]]),
+        [0, 1],
+        {"kind": "probs"},
+        ProbabilityError,
+        ["probs_or_logits", "row 0, column 1", 'kind="logits"'],
+    ),
+    (
+        np.array([[0.5, 0.4], [0.5, 0.5]]),
+        [0, 1],
+        {},
+        ProbabilityError,
+        ["probs_or_logits", "row 0", "renormalize=True"],
+    ),
     (np.full((4, 2), 0.5), [0, 1, 0, 1], {"kind": "softmax"}, PredictionError, ["kind", "softmax", "logits"]),
     (np.full((4, 2), 0.5), [0, 1, 0, 1], {"clusters": 0}, PredictionError, ["clusters=0", "clusters=10"]),
-    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"validation": np.full((4, 2), 0.5)}, PredictionError,
-     ["validation", "(val_probs_or_logits, val_labels)"]),
-    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"validation": (np.full((3, 3), 1 / 3), [0, 1, 2])}, ColumnError,
-     ["validation[0]", "3 probability columns", "expected 2"]),
-    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"validation": (np.full((3, 2), 0.5), [0, 1])}, LengthMismatch,
-     ["validation[1]", "validation[0]"]),
+    (
+        np.full((4, 2), 0.5),
+        [0, 1, 0, 1],
+        {"validation": np.full((4, 2), 0.5)},
+        PredictionError,
+        ["validation", "(val_probs_or_logits, val_labels)"],
+    ),
+    (
+        np.full((4, 2), 0.5),
+        [0, 1, 0, 1],
+        {"validation": (np.full((3, 3), 1 / 3), [0, 1, 2])},
+        ColumnError,
+        ["validation[0]", "3 probability columns", "expected 2"],
+    ),
+    (
+        np.full((4, 2), 0.5),
+        [0, 1, 0, 1],
+        {"validation": (np.full((3, 2), 0.5), [0, 1])},
+        LengthMismatch,
+        ["validation[1]", "validation[0]"],
+    ),
 ]
 
 
@@ -188,9 +219,11 @@ def test_import_trustcal_is_light_and_assess_stays_a_function():
     import subprocess
     import sys
 
-    code = ("import sys, trustcal; heavy = [m for m in ('pandas', 'matplotlib', 'trustcal.api') if m in sys.modules]; "
-            "import trustcal.assessment, trustcal.cli; assert callable(trustcal.assess), trustcal.assess; "
-            "from trustcal import assess, AssessmentResult; assert assess.__module__ == 'trustcal.api'; print(heavy)")
+    code = (
+        "import sys, trustcal; heavy = [m for m in ('pandas', 'matplotlib', 'trustcal.api') if m in sys.modules]; "
+        "import trustcal.assessment, trustcal.cli; assert callable(trustcal.assess), trustcal.assess; "
+        "from trustcal import assess, AssessmentResult; assert assess.__module__ == 'trustcal.api'; print(heavy)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
     importlib.import_module("trustcal.assessment")

@@ -20,23 +20,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import AUTHOR_PREDICTIONS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import AUTHOR_PREDICTIONS
 from trustcal import cli, stages
-from trustcal.predictions import external
 from trustcal.assessment import assess
 from trustcal.calibration.temperature import softmax
-from trustcal.predictions.external import PredictionError, PredictionFile, ReadOptions
 from trustcal.errors import TrustcalError
 from trustcal.files import read_npz
-from trustcal.reporting.tables import MetricParams, SweepParams
 from trustcal.measures.trust import TrustParams, trust_opinions
+from trustcal.predictions import PredictionError, PredictionFile, ReadOptions, series, validation
+from trustcal.reporting.tables import MetricParams, SweepParams
 
 MNIST_PRED = AUTHOR_PREDICTIONS / "MNIST_PRED"
 CIFAR_PRED = AUTHOR_PREDICTIONS / "CIFAR_PRED"
-needs_author = pytest.mark.skipif(not MNIST_PRED.exists(), reason=f"author predictions not found in {AUTHOR_PREDICTIONS}")
+needs_author = pytest.mark.skipif(
+    not MNIST_PRED.exists(), reason=f"author predictions not found in {AUTHOR_PREDICTIONS}"
+)
 MNIST_EPOCHS = [*range(1, 11), *range(20, 101, 10)]
 
 
@@ -86,8 +87,16 @@ def test_author_mnist_series_is_assessed_end_to_end(author_mnist):
     assert code == 0, stderr
     trust, scores = pd.read_csv(out / "trust.csv"), pd.read_csv(out / "scores.csv")
     assert list(trust.columns) == [
-        "epoch", "calibrated", "label", "belief", "disbelief", "uncertainty", "base_rate",
-        "positive_evidence", "negative_evidence"]
+        "epoch",
+        "calibrated",
+        "label",
+        "belief",
+        "disbelief",
+        "uncertainty",
+        "base_rate",
+        "positive_evidence",
+        "negative_evidence",
+    ]
     assert sorted(trust["epoch"].unique()) == MNIST_EPOCHS
     assert len(trust) == len(MNIST_EPOCHS) * 2 * 11 and len(scores) == len(MNIST_EPOCHS) * 2
     for name in ("dynamic_trust", "trust_sweep", "trust_spectrum", "reliability", "trust_density"):
@@ -97,7 +106,10 @@ def test_author_mnist_series_is_assessed_end_to_end(author_mnist):
     # with the author's loss history (found in the folder), every figure but the temperature one (no logits here)
     drawn = {p.stem for p in (out / "figures").glob("*.png")}
     assert {"trust_grid", "loss_curves", "reliability", "trust_spectrum", "network_opinion"} <= drawn
-    assert "figures not drawn (need a series of epochs, a training history or validation data): calibration_metrics" in stdout
+    assert (
+        "figures not drawn (need a series of epochs, a training history or validation data): calibration_metrics"
+        in stdout
+    )
     # one screen: a line per epoch, both states side by side, and nothing on stderr (no warnings)
     assert len(stdout.splitlines()) < 40
     assert re.search(r"^\s+100\s+0\.9806\s", stdout, re.M) and "after calibration" in stdout
@@ -134,18 +146,28 @@ def test_author_mnist_trust_matches_the_paper_after_calibration(author_mnist):
     df = pd.read_csv(MNIST_PRED / "aft_100.csv.gz")
     direct = trust_opinions(df.iloc[:, :10].to_numpy(), df["True Label"].to_numpy())
     mine = after[after["epoch"] == 100].reset_index(drop=True)
-    np.testing.assert_allclose(mine[["belief", "disbelief", "uncertainty"]], direct[["belief", "disbelief", "uncertainty"]])
+    np.testing.assert_allclose(
+        mine[["belief", "disbelief", "uncertainty"]], direct[["belief", "disbelief", "uncertainty"]]
+    )
 
 
 @needs_author
-@pytest.mark.parametrize("name,warned", [
-    ("bef_1", True), ("bef_50", True), ("bef_100", True), ("aft_1", True),
-    ("aft_20", False), ("aft_50", False), ("aft_100", False),
-])
+@pytest.mark.parametrize(
+    "name,warned",
+    [
+        ("bef_1", True),
+        ("bef_50", True),
+        ("bef_100", True),
+        ("aft_1", True),
+        ("aft_20", False),
+        ("aft_50", False),
+        ("aft_100", False),
+    ],
+)
 def test_cifar_files_that_went_through_softmax_twice_are_flagged(name, warned):
     warnings = []
     path = CIFAR_PRED / f"{name}.csv.gz"
-    external.load(PredictionFile(path, 1, None), ReadOptions(), warnings.append)
+    validation.load(PredictionFile(path, 1, None), ReadOptions(), warnings.append)
     flagged = [w for w in warnings if w.code == "double_softmax"]
     assert bool(flagged) == warned
     if warned:
@@ -175,15 +197,41 @@ def test_npz_with_validation_logits_is_calibrated_like_the_workflow(tmp_path):
     sc = {n: str(tmp_path / f"wf_{n}.csv") for n in ("scores", "trust_spectrum", "reliability", "trust_density")}
     stages.scores_stage(paths, tmp_path / "calibration.csv", sc, MetricParams())
 
-    code, stdout, stderr = run("assess", logit_dir, "--out", tmp_path / "out", "--no-figures",
-                               "--clusters-sweep", 5, 10, "--sweep-epochs", 1, 3)
+    code, stdout, stderr = run(
+        "assess",
+        logit_dir,
+        "--out",
+        tmp_path / "out",
+        "--no-figures",
+        "--clusters-sweep",
+        5,
+        10,
+        "--sweep-epochs",
+        1,
+        3,
+    )
     assert code == 0, stderr
     out = tmp_path / "out"
     for name in ("trust", "dynamic_trust", "trust_sweep", "scores", "trust_spectrum", "reliability", "trust_density"):
         mine = pd.read_csv(out / f"{name}.csv")
         theirs = pd.read_csv(tmp_path / f"wf_{name}.csv")
-        key = [c for c in ("epoch", "calibrated", "split", "label", "curve", "class_index", "bin", "clusters",
-                           "representative", "correct", "q") if c in mine.columns]
+        key = [
+            c
+            for c in (
+                "epoch",
+                "calibrated",
+                "split",
+                "label",
+                "curve",
+                "class_index",
+                "bin",
+                "clusters",
+                "representative",
+                "correct",
+                "q",
+            )
+            if c in mine.columns
+        ]
         mine, theirs = mine.sort_values(key, ignore_index=True), theirs.sort_values(key, ignore_index=True)
         pd.testing.assert_frame_equal(mine, theirs, check_exact=False, rtol=1e-9, atol=1e-12, obj=name)
     pd.testing.assert_frame_equal(pd.read_csv(out / "calibration.csv"), pd.read_csv(tmp_path / "calibration.csv"))
@@ -194,8 +242,17 @@ def test_npy_with_labels_file_and_logits(tmp_path):
     probs, labels, logits = random_probs(50, 3)
     np.save(tmp_path / "epoch5.npy", logits)
     (tmp_path / "labels.txt").write_text("label\n" + "\n".join(map(str, labels)) + "\n")
-    code, stdout, stderr = run("assess", tmp_path / "epoch5.npy", "--labels", tmp_path / "labels.txt",
-                               "--kind", "logits", "--out", tmp_path / "out", "--no-figures")
+    code, stdout, stderr = run(
+        "assess",
+        tmp_path / "epoch5.npy",
+        "--labels",
+        tmp_path / "labels.txt",
+        "--kind",
+        "logits",
+        "--out",
+        tmp_path / "out",
+        "--no-figures",
+    )
     assert code == 0, stderr
     assert stderr == ""  # --kind logits: no "looks like logits" warning
     scores = pd.read_csv(tmp_path / "out" / "scores.csv")
@@ -210,11 +267,18 @@ def test_gzip_npz_tsv_and_headerless_whitespace_files_are_read(tmp_path):
     (tmp_path / "a.npz.gz").write_bytes(gzip.compress(buf.getvalue()))
     np.savetxt(tmp_path / "b.txt", np.column_stack([probs, labels]), fmt="%.10f")  # space separated, no header
     tsv = tmp_path / "c.tsv"
-    pd.DataFrame({"id": range(40), **{f"p{c}": probs[:, c] for c in range(3)}, "target": labels}).to_csv(tsv, sep="\t", index=False)
+    pd.DataFrame({"id": range(40), **{f"p{c}": probs[:, c] for c in range(3)}, "target": labels}).to_csv(
+        tsv, sep="\t", index=False
+    )
     onehot = tmp_path / "d.npz"
     np.savez(onehot, probs=probs, labels=np.eye(3)[labels])
     accuracies = []
-    for path, extra in ((tmp_path / "a.npz.gz", []), (tmp_path / "b.txt", []), (tsv, ["--prob-columns", r"p\d"]), (onehot, [])):
+    for path, extra in (
+        (tmp_path / "a.npz.gz", []),
+        (tmp_path / "b.txt", []),
+        (tsv, ["--prob-columns", r"p\d"]),
+        (onehot, []),
+    ):
         code, _, stderr = run("assess", path, *extra, "--out", tmp_path / f"out_{path.name}", "--no-figures")
         assert code == 0, stderr
         accuracies.append(pd.read_csv(tmp_path / f"out_{path.name}" / "scores.csv")["accuracy"].item())
@@ -226,11 +290,27 @@ def test_csv_with_named_columns_and_validation_file(tmp_path):
     vprobs, vlabels, _ = random_probs(30, 4, seed=2)
     for name, p, y in (("test.csv", probs, labels), ("val.csv", vprobs, vlabels)):
         pd.DataFrame({**{f"score_{c}": p[:, c] for c in range(4)}, "truth": y}).to_csv(tmp_path / name, index=False)
-    code, stdout, stderr = run("assess", tmp_path / "test.csv", "--validation", tmp_path / "val.csv",
-                               "--label-column", "truth", "--prob-columns", r"score_\d+", "--out", tmp_path / "out", "--no-figures")
+    code, stdout, stderr = run(
+        "assess",
+        tmp_path / "test.csv",
+        "--validation",
+        tmp_path / "val.csv",
+        "--label-column",
+        "truth",
+        "--prob-columns",
+        r"score_\d+",
+        "--out",
+        tmp_path / "out",
+        "--no-figures",
+    )
     assert code == 0, stderr
     scores = pd.read_csv(tmp_path / "out" / "scores.csv")
-    assert set(zip(scores["calibrated"], scores["split"])) == {(False, "test"), (True, "test"), (False, "val"), (True, "val")}
+    assert set(zip(scores["calibrated"], scores["split"])) == {
+        (False, "test"),
+        (True, "test"),
+        (False, "val"),
+        (True, "val"),
+    }
     cal = pd.read_csv(tmp_path / "out" / "calibration.csv")
     assert cal["val_nll_after"].item() <= cal["val_nll_before"].item() + 1e-12
     # temperature scaling of probabilities = softmax(log p / T): accuracy unchanged
@@ -241,23 +321,34 @@ def test_labels_file_overrides_the_label_column_which_is_not_read_as_a_class(tmp
     probs, labels, _ = random_probs(30, 3)
     write_csv(tmp_path / "p.csv", probs, np.zeros(30, int))
     np.save(tmp_path / "y.npy", labels)
-    code, _, stderr = run("assess", tmp_path / "p.csv", "--labels", tmp_path / "y.npy", "--out", tmp_path / "out", "--no-figures")
+    code, _, stderr = run(
+        "assess", tmp_path / "p.csv", "--labels", tmp_path / "y.npy", "--out", tmp_path / "out", "--no-figures"
+    )
     assert code == 0, stderr
     spectrum = pd.read_csv(tmp_path / "out" / "trust_spectrum.csv")
     assert spectrum["label"].tolist() == [0, 1, 2] and spectrum["count"].tolist() == [10, 10, 10]
 
 
-@pytest.mark.parametrize("name,epoch,calibrated", [
-    ("bef_10", 10, False), ("aft_10", 10, True), ("before-epoch-3", 3, False), ("epoch010", 10, None),
-    ("run3_epoch_7_after", 7, True), ("model_v2_e15_uncalibrated", 15, False), ("calibrated_42", 42, True),
-    ("preds", None, None), ("aftermath_5", 5, None),
-])
+@pytest.mark.parametrize(
+    "name,epoch,calibrated",
+    [
+        ("bef_10", 10, False),
+        ("aft_10", 10, True),
+        ("before-epoch-3", 3, False),
+        ("epoch010", 10, None),
+        ("run3_epoch_7_after", 7, True),
+        ("model_v2_e15_uncalibrated", 15, False),
+        ("calibrated_42", 42, True),
+        ("preds", None, None),
+        ("aftermath_5", 5, None),
+    ],
+)
 def test_epoch_and_state_from_file_names(name, epoch, calibrated):
-    assert external.parse_name(f"dir/{name}.csv.gz") == (epoch, calibrated)
+    assert series.parse_name(f"dir/{name}.csv.gz") == (epoch, calibrated)
 
 
 def test_custom_name_pattern(tmp_path):
-    assert external.parse_name("ckpt-7-ts.npz", r"ckpt-(?P<epoch>\d+)-(?P<state>ts|raw)") == (7, False)
+    assert series.parse_name("ckpt-7-ts.npz", r"ckpt-(?P<epoch>\d+)-(?P<state>ts|raw)") == (7, False)
     with pytest.raises(PredictionError, match="no group named 'epoch'"):
         ReadOptions(name_pattern=r"(\d+)")
 
@@ -274,40 +365,105 @@ CASES = {
     "empty file": (lambda p: p.write_text(""), [], ["the file is empty", "Fix: export"]),
     "header only": (lambda p: p.write_text("p0,p1,label\n"), [], ["header but no rows"]),
     "not text": (lambda p: p.write_bytes(bytes(range(256)) * 4), [], ["not a text file", "--format npz"]),
-    "truncated gzip": (lambda p: p.write_bytes(gzip.compress(b"p0,p1,label\n" * 100)[:30]), [], ["gzip data is truncated"]),
-    "missing label column": (lambda p: p.write_text("p0,p1,cls\n0.2,0.8,1\n"), [], ["no label column", "--label-column NAME"]),
-    "unknown --label-column": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n"), ["--label-column", "y_true"],
-                               ["no column named 'y_true'"]),
+    "truncated gzip": (
+        lambda p: p.write_bytes(gzip.compress(b"p0,p1,label\n" * 100)[:30]),
+        [],
+        ["gzip data is truncated"],
+    ),
+    "missing label column": (
+        lambda p: p.write_text("p0,p1,cls\n0.2,0.8,1\n"),
+        [],
+        ["no label column", "--label-column NAME"],
+    ),
+    "unknown --label-column": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n"),
+        ["--label-column", "y_true"],
+        ["no column named 'y_true'"],
+    ),
     "line with too many fields": (_ragged, [], ["line 3 has 4 fields but the header has 3", "repair or delete line 3"]),
-    "line with too few fields": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,0.5\n"), [],
-                                 ["line 3 has 2 fields but the header has 3"]),
-    "one probability column": (lambda p: p.write_text("p0,label\n1.0,0\n"), [], ["1 probability column(s)", "at least 2"]),
-    "wrong number of classes": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n"), ["--num-classes", "3"],
-                                ["2 probability columns; expected 3", "--num-classes"]),
-    "non-numeric cell": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n\n0.5,abc,0\n"), [],
-                         ["line 4, column 'p1': 'abc' is not a number", "--prob-columns"]),
-    "NaN": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,nan,0\n"), [], ["line 3, column 'p1': empty or NaN", "Fix:"]),
-    "empty cell": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,,0\n"), [], ["line 3, column 'p1': empty or NaN"]),
-    "+inf": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\ninf,0.5,0\n"), [], ["line 3, column 'p0': +inf", "overflow"]),
+    "line with too few fields": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,0.5\n"),
+        [],
+        ["line 3 has 2 fields but the header has 3"],
+    ),
+    "one probability column": (
+        lambda p: p.write_text("p0,label\n1.0,0\n"),
+        [],
+        ["1 probability column(s)", "at least 2"],
+    ),
+    "wrong number of classes": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n"),
+        ["--num-classes", "3"],
+        ["2 probability columns; expected 3", "--num-classes"],
+    ),
+    "non-numeric cell": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n\n0.5,abc,0\n"),
+        [],
+        ["line 4, column 'p1': 'abc' is not a number", "--prob-columns"],
+    ),
+    "NaN": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,nan,0\n"),
+        [],
+        ["line 3, column 'p1': empty or NaN", "Fix:"],
+    ),
+    "empty cell": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,,0\n"),
+        [],
+        ["line 3, column 'p1': empty or NaN"],
+    ),
+    "+inf": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\ninf,0.5,0\n"),
+        [],
+        ["line 3, column 'p0': +inf", "overflow"],
+    ),
     "-inf": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n-inf,0.5,0\n"), [], ["line 3, column 'p0': -inf"]),
-    "negative probability": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n1.2,-0.2,0\n"), [],
-                             ["line 3, column 'p1': probability -0.2 is negative", "--kind logits"]),
-    "negative with --kind probs": (lambda p: p.write_text("p0,p1,label\n2.0,-1.5,1\n"), ["--kind", "probs"],
-                                   ["line 2, column 'p1': probability -1.5 is negative"]),
-    "probability above 1": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,1.5,0\n"), ["--kind", "probs"],
-                            ["line 3, column 'p1': probability 1.5 is greater than 1"]),
-    "rows not summing to 1": (lambda p: p.write_text("p0,p1,label\n0.2,0.7,1\n0.5,0.5,0\n"), [],
-                              ["line 2: the probabilities sum to 0.9; expected 1 within ±0.001", "--renormalize"]),
-    "all-zero row with --renormalize": (lambda p: p.write_text("p0,p1,label\n0,0,1\n0.5,0.5,0\n"), ["--renormalize"],
-                                        ["line 2: every probability is 0", "cannot be renormalised"]),
-    "label not an integer": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,1.5\n"), [],
-                             ["line 2, column 'label': label 1.5 is not an integer", "class index"]),
-    "label out of range": (lambda p: p.write_text("p0,p1,p2,label\n0.2,0.7,0.1,3\n0.2,0.7,0.1,0\n"), [],
-                           ["line 2, column 'label': label 3 is out of range for 3 classes; expected 0 … 2"]),
-    "1-based labels": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,2\n0.6,0.4,1\n"), [], ["look 1-based", "subtract 1"]),
+    "negative probability": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n1.2,-0.2,0\n"),
+        [],
+        ["line 3, column 'p1': probability -0.2 is negative", "--kind logits"],
+    ),
+    "negative with --kind probs": (
+        lambda p: p.write_text("p0,p1,label\n2.0,-1.5,1\n"),
+        ["--kind", "probs"],
+        ["line 2, column 'p1': probability -1.5 is negative"],
+    ),
+    "probability above 1": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1\n0.5,1.5,0\n"),
+        ["--kind", "probs"],
+        ["line 3, column 'p1': probability 1.5 is greater than 1"],
+    ),
+    "rows not summing to 1": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.7,1\n0.5,0.5,0\n"),
+        [],
+        ["line 2: the probabilities sum to 0.9; expected 1 within ±0.001", "--renormalize"],
+    ),
+    "all-zero row with --renormalize": (
+        lambda p: p.write_text("p0,p1,label\n0,0,1\n0.5,0.5,0\n"),
+        ["--renormalize"],
+        ["line 2: every probability is 0", "cannot be renormalised"],
+    ),
+    "label not an integer": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,1.5\n"),
+        [],
+        ["line 2, column 'label': label 1.5 is not an integer", "class index"],
+    ),
+    "label out of range": (
+        lambda p: p.write_text("p0,p1,p2,label\n0.2,0.7,0.1,3\n0.2,0.7,0.1,0\n"),
+        [],
+        ["line 2, column 'label': label 3 is out of range for 3 classes; expected 0 … 2"],
+    ),
+    "1-based labels": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,2\n0.6,0.4,1\n"),
+        [],
+        ["look 1-based", "subtract 1"],
+    ),
     "negative label": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,-1\n"), [], ["label -1 is out of range"]),
     "missing label": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,\n"), [], ["line 2, column 'label': empty or NaN"]),
-    "text label": (lambda p: p.write_text("p0,p1,label\n0.2,0.8,cat\n"), [], ["'cat' is not a number", "integer class index"]),
+    "text label": (
+        lambda p: p.write_text("p0,p1,label\n0.2,0.8,cat\n"),
+        [],
+        ["'cat' is not a number", "integer class index"],
+    ),
 }
 
 
@@ -331,29 +487,78 @@ def test_bad_csv_ends_in_its_documented_message(tmp_path, case):
 def _npz(**arrays):
     def write(p):
         np.savez(p, **arrays)
+
     return write
 
 
 P3 = np.array([[0.2, 0.5, 0.3], [0.6, 0.3, 0.1]])
 ARRAY_CASES = {
-    "truncated npz": ("x.npz", lambda p: (_npz(probs=np.tile(P3, (500, 1)), labels=np.zeros(1000, int))(p),
-                                          p.write_bytes(p.read_bytes()[:300])), [], ["unreadable or truncated .npz"]),
+    "truncated npz": (
+        "x.npz",
+        lambda p: (
+            _npz(probs=np.tile(P3, (500, 1)), labels=np.zeros(1000, int))(p),
+            p.write_bytes(p.read_bytes()[:300]),
+        ),
+        [],
+        ["unreadable or truncated .npz"],
+    ),
     "npz without labels": ("x.npz", _npz(probs=P3), [], ["no labels array", "--labels FILE"]),
-    "npz without predictions": ("x.npz", _npz(scores=P3, labels=[0, 1]), [], ["no predictions array", "found ['labels', 'scores']"]),
+    "npz without predictions": (
+        "x.npz",
+        _npz(scores=P3, labels=[0, 1]),
+        [],
+        ["no predictions array", "found ['labels', 'scores']"],
+    ),
     "npz 1-D predictions": ("x.npz", _npz(probs=np.array([0.2, 0.8]), labels=[0, 1]), [], ["shape (2,); expected N×K"]),
-    "npz text predictions": ("x.npz", _npz(probs=np.array([["a", "b"]]), labels=[0]), [], ["holds <U1 values; expected numbers"]),
-    "npz length mismatch": ("x.npz", _npz(probs=P3, labels=[0, 1, 2]), [], ["2 rows of predictions", "3 labels", "same order"]),
-    "npz negative probs": ("x.npz", _npz(probs=np.array([[1.5, -0.5], [0.5, 0.5]]), labels=[0, 1]), [],
-                           ["array 'probs', row 0, column 1: probability -0.5 is negative"]),
-    "npz nan logits": ("x.npz", _npz(logits=np.array([[1.0, np.nan]]), labels=[0]), [], ["array 'logits', row 0, column 1: empty or NaN"]),
-    "npz bad val labels": ("x.npz", _npz(logits=np.ones((2, 3)), labels=[0, 1], val_logits=np.ones((2, 3)), val_labels=[0, 7]), [],
-                           ["array 'val_labels', row 1: label 7 is out of range"]),
-    "npz val without labels": ("x.npz", _npz(logits=np.ones((2, 3)), labels=[0, 1], val_logits=np.ones((2, 3))), [],
-                               ["'val_logits' without 'val_labels'"]),
+    "npz text predictions": (
+        "x.npz",
+        _npz(probs=np.array([["a", "b"]]), labels=[0]),
+        [],
+        ["holds <U1 values; expected numbers"],
+    ),
+    "npz length mismatch": (
+        "x.npz",
+        _npz(probs=P3, labels=[0, 1, 2]),
+        [],
+        ["2 rows of predictions", "3 labels", "same order"],
+    ),
+    "npz negative probs": (
+        "x.npz",
+        _npz(probs=np.array([[1.5, -0.5], [0.5, 0.5]]), labels=[0, 1]),
+        [],
+        ["array 'probs', row 0, column 1: probability -0.5 is negative"],
+    ),
+    "npz nan logits": (
+        "x.npz",
+        _npz(logits=np.array([[1.0, np.nan]]), labels=[0]),
+        [],
+        ["array 'logits', row 0, column 1: empty or NaN"],
+    ),
+    "npz bad val labels": (
+        "x.npz",
+        _npz(logits=np.ones((2, 3)), labels=[0, 1], val_logits=np.ones((2, 3)), val_labels=[0, 7]),
+        [],
+        ["array 'val_labels', row 1: label 7 is out of range"],
+    ),
+    "npz val without labels": (
+        "x.npz",
+        _npz(logits=np.ones((2, 3)), labels=[0, 1], val_logits=np.ones((2, 3))),
+        [],
+        ["'val_logits' without 'val_labels'"],
+    ),
     "npy without labels": ("epoch1.npy", lambda p: np.save(p, P3), [], ["holds only the predictions", "--labels FILE"]),
-    "npy truncated": ("epoch1.npy", lambda p: (np.save(p, np.tile(P3, (100, 1))), p.write_bytes(p.read_bytes()[:200])), ["--labels", "LABELS"],
-                      ["unreadable or truncated .npy"]),
-    "npy label count": ("epoch1.npy", lambda p: np.save(p, P3), ["--labels", "LABELS"], ["2 rows of predictions", "labels.npy: 3 labels"]),
+    "npy truncated": (
+        "epoch1.npy",
+        lambda p: (np.save(p, np.tile(P3, (100, 1))), p.write_bytes(p.read_bytes()[:200])),
+        ["--labels", "LABELS"],
+        ["unreadable or truncated .npy"],
+    ),
+    "npy label count": (
+        "epoch1.npy",
+        lambda p: np.save(p, P3),
+        ["--labels", "LABELS"],
+        ["2 rows of predictions", "labels.npy: 3 labels"],
+    ),
 }
 
 
@@ -460,7 +665,8 @@ def test_logits_passed_as_probabilities_are_read_as_logits_with_a_warning(tmp_pa
     assert "warning [logits_as_probabilities]" in stderr and "look like logits" in stderr and "--kind logits" in stderr
     assert "raw.csv" in stored
     assert pd.read_csv(out / "scores.csv")["nll"].item() == pytest.approx(
-        -np.log(probs[np.arange(50), labels]).mean(), rel=1e-6)
+        -np.log(probs[np.arange(50), labels]).mean(), rel=1e-6
+    )
 
 
 def test_below_chance_and_absent_class_warn(tmp_path):
@@ -497,8 +703,17 @@ def test_truncated_logits_npz_names_the_file_and_the_rule(tmp_path):
 def test_help_explains_the_formats_with_an_example():
     proc = subprocess.run([sys.executable, "-m", "trustcal", "assess", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0
-    for part in ("Class_0_Probability", ".npz", ".npy", "--labels", "bef_10.csv.gz", "examples:", "--clusters M",
-                 "--renormalize", "(default: 10)"):
+    for part in (
+        "Class_0_Probability",
+        ".npz",
+        ".npy",
+        "--labels",
+        "bef_10.csv.gz",
+        "examples:",
+        "--clusters M",
+        "--renormalize",
+        "(default: 10)",
+    ):
         assert part in proc.stdout, part
     assert shutil.which("trustcal", path=str(Path(sys.executable).parent)), "entry point not installed"
 
@@ -515,11 +730,13 @@ CELLS = st.one_of(
 @st.composite
 def csv_texts(draw):
     k = draw(st.integers(1, 4))
-    header = draw(st.one_of(
-        st.just(",".join([f"p{c}" for c in range(k)] + ["label"])),
-        st.just(",".join(f"p{c}" for c in range(k + 1))),
-        st.just(""),
-    ))
+    header = draw(
+        st.one_of(
+            st.just(",".join([f"p{c}" for c in range(k)] + ["label"])),
+            st.just(",".join(f"p{c}" for c in range(k + 1))),
+            st.just(""),
+        )
+    )
     rows = draw(st.lists(st.lists(CELLS, min_size=max(1, k - 1), max_size=k + 2), min_size=0, max_size=6))
     sep = draw(st.sampled_from([",", ",", "\t", ";"]))
     lines = ([header.replace(",", sep)] if header else []) + [sep.join(r) for r in rows]
@@ -546,10 +763,16 @@ def test_fuzz_malformed_csv(tmp_path, text, renormalize):
     _assess_or_documented_error(path, renormalize=renormalize)
 
 
-ARRAYS = st.integers(0, 4).flatmap(lambda k: st.tuples(
-    st.lists(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=k, max_size=k), min_size=0, max_size=5),
-    st.lists(st.one_of(st.integers(-2, 6), st.floats(allow_nan=True, allow_infinity=True)), min_size=0, max_size=6),
-))
+ARRAYS = st.integers(0, 4).flatmap(
+    lambda k: st.tuples(
+        st.lists(
+            st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=k, max_size=k),
+            min_size=0,
+            max_size=5,
+        ),
+        st.lists(st.one_of(st.integers(-2, 6), st.floats(allow_nan=True, allow_infinity=True)), min_size=0, max_size=6),
+    )
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -571,13 +794,21 @@ def any_array(draw):
     n = int(np.prod(shape)) if shape else 1
     flat = draw(st.lists(st.floats(-3, 3) | st.sampled_from([0.0, 1.0, np.nan, np.inf]), min_size=n, max_size=n))
     arr = np.array(flat, dtype=np.float64).reshape(shape)
-    return np.nan_to_num(arr, posinf=9, neginf=-9).astype(dtype) if dtype not in ("float64", "float32") else arr.astype(dtype)
+    return (
+        np.nan_to_num(arr, posinf=9, neginf=-9).astype(dtype)
+        if dtype not in ("float64", "float32")
+        else arr.astype(dtype)
+    )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(arrays=st.dictionaries(st.sampled_from(["probs", "logits", "labels", "val_logits", "val_labels", "val_probs"]),
-                              any_array(), max_size=5),
-       name=st.sampled_from(["f.npz", "f.npy", "f.csv", "f.npz.gz", "f.dat"]), blob=st.binary(max_size=200))
+@given(
+    arrays=st.dictionaries(
+        st.sampled_from(["probs", "logits", "labels", "val_logits", "val_labels", "val_probs"]), any_array(), max_size=5
+    ),
+    name=st.sampled_from(["f.npz", "f.npy", "f.csv", "f.npz.gz", "f.dat"]),
+    blob=st.binary(max_size=200),
+)
 def test_fuzz_any_arrays_and_bytes(tmp_path, arrays, name, blob):
     path = tmp_path / name
     if name.endswith(".npz") and arrays:
@@ -629,7 +860,9 @@ def test_history_beside_a_series_is_used_unless_another_is_given(tmp_path):
     for e in (1, 2):
         probs, labels, _ = random_probs(40, 3, seed=e)
         write_csv(series / f"bef_{e}.csv", probs, labels)
-    pd.DataFrame({"epoch": [1, 2], "train_loss": [0.9, 0.5], "val_loss": [1.0, 0.8]}).to_csv(series / "history.csv", index=False)
+    pd.DataFrame({"epoch": [1, 2], "train_loss": [0.9, 0.5], "val_loss": [1.0, 0.8]}).to_csv(
+        series / "history.csv", index=False
+    )
     (series / "notes.txt").write_text("no epoch here")
     a = assess(series)
     assert a.history_file == series / "history.csv" and a.history["val_loss"].tolist() == [1.0, 0.8]

@@ -68,4 +68,6 @@ def test_interval_covers_the_sampling_spread_of_belief():
 def test_other_fusions_are_refused():
     probs, labels = predictions()
     with pytest.raises(ValueError, match="cumulative"):
-        bootstrap_opinions(probs, labels, np.ones((1, len(labels)), np.float32), TrustParams(cluster_fusion="averaging"))
+        bootstrap_opinions(
+            probs, labels, np.ones((1, len(labels)), np.float32), TrustParams(cluster_fusion="averaging")
+        )

@@ -12,14 +12,16 @@ from contextlib import redirect_stderr, redirect_stdout
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import AUTHOR_PREDICTIONS
 
 import trustcal
-from conftest import AUTHOR_PREDICTIONS
 from trustcal import cli
 from trustcal.calibration.temperature import softmax
 
 MNIST_PRED = AUTHOR_PREDICTIONS / "MNIST_PRED"
-needs_author = pytest.mark.skipif(not MNIST_PRED.exists(), reason=f"author predictions not found in {AUTHOR_PREDICTIONS}")
+needs_author = pytest.mark.skipif(
+    not MNIST_PRED.exists(), reason=f"author predictions not found in {AUTHOR_PREDICTIONS}"
+)
 
 
 class Terminal(io.StringIO):
@@ -71,7 +73,10 @@ def test_json_is_the_only_output_on_stdout(series, tmp_path):
     doc = json.loads(stdout)
     assert "warning [renormalized]" in stderr and "{" not in stderr
     assert doc["trustcal_version"] == trustcal.__version__ and doc["out"] == str(out)
-    assert [(f["path"], f["epoch"]) for f in doc["files"]] == [(str(series / "bef_1.csv"), 1), (str(series / "bef_2.csv"), 2)]
+    assert [(f["path"], f["epoch"]) for f in doc["files"]] == [
+        (str(series / "bef_1.csv"), 1),
+        (str(series / "bef_2.csv"), 2),
+    ]
     assert doc["classes"] == 4 and doc["test_samples"] == [60]
     assert [w["code"] for w in doc["warnings"]] == ["renormalized"] and "bef_2.csv" in doc["warnings"][0]["file"]
     assert "trust.csv" in doc["written"] and doc["figures"] == []
@@ -98,12 +103,14 @@ def test_quiet_prints_only_warnings(series, tmp_path):
 
 
 def test_progress_bars_only_on_a_terminal(series, tmp_path):
-    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures",
-                               stderr=Terminal())
+    code, stdout, stderr = run(
+        "assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures", stderr=Terminal()
+    )
     assert code == 0 and "\rreading:" in stderr and "/2 [" in stderr  # a bar over the 2 files (cleared at the end)
     assert stdout.startswith("trustcal assess: 2 prediction files") and "reading" not in stdout
-    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures", "--quiet",
-                               stderr=Terminal())
+    code, stdout, stderr = run(
+        "assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures", "--quiet", stderr=Terminal()
+    )
     assert code == 0 and stdout == "" and "reading" not in stderr
     code, _, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
     assert code == 0 and "reading" not in stderr  # not a terminal: no bar (test_assess checks stderr == "")

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from workflow_utils import REPO, make_workdir, planned_jobs, snakemake
 
 pytestmark = pytest.mark.cluster
@@ -83,7 +82,13 @@ def test_slurm_profile_submits_one_job_per_stage_not_per_rule(tiny):
     groups = re.findall(r"^\[[^\n]*Group job evaluate[^\n]*\n(.*?)(?=^\[|\Z)", out, flags=re.S | re.M)
     assert len(groups) == 2
     for group in groups:  # one dataset × seed's post-training steps per cluster job
-        assert sorted(re.findall(r"rule (\w+):", group)) == ["calibrate", "logits", "scores", "trust", "trust_bootstrap"], group
+        assert sorted(re.findall(r"rule (\w+):", group)) == [
+            "calibrate",
+            "logits",
+            "scores",
+            "trust",
+            "trust_bootstrap",
+        ], group
         assert len(set(re.findall(r"wildcards: (.*)", group))) == 1, group
 
 
@@ -174,7 +179,7 @@ def test_tiny_run_through_slurm_matches_the_local_run(slurm, tmp_path):
     kinds = sorted(re.search(r"slurm_logs/(rule_\w+|group_[a-z]+)", log).group(1) for _, log in submitted)
     assert kinds == ["group_evaluate", "rule_prepare", "rule_train"], out
     assert not re.search(r"submitted with SLURM jobid.*/rule_(download|figures)/", out)
-    for jobid, log in submitted:
+    for _, log in submitted:
         assert os.path.getsize(log) > 0, log  # the job's own output, kept by slurm-keep-successful-logs
     ids = ",".join(j for j, _ in submitted)
     rows = _run("sacct", "-X", "-n", "-P", "-j", ids, "-o", "JobID,State,Partition,Account,AllocTRES")
@@ -202,8 +207,10 @@ def test_tiny_run_through_slurm_matches_the_local_run(slurm, tmp_path):
             a, b = a.drop(columns="seconds"), b.drop(columns="seconds")
         pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=0, obj=name)
     for epoch in (1, 2):
-        with np.load(local / f"results/mnist/seed0/logits/epoch{epoch:03d}.npz") as x, \
-             np.load(cluster / f"results/mnist/seed0/logits/epoch{epoch:03d}.npz") as y:
+        with (
+            np.load(local / f"results/mnist/seed0/logits/epoch{epoch:03d}.npz") as x,
+            np.load(cluster / f"results/mnist/seed0/logits/epoch{epoch:03d}.npz") as y,
+        ):
             for key in x.files:
                 np.testing.assert_array_equal(x[key], y[key], err_msg=key)
     for fig in ("trust_grid.png", "loss_curves.pdf"):

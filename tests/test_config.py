@@ -2,9 +2,9 @@
 
 import pytest
 import yaml
+from workflow_utils import REPO
 
 from trustcal.config import ConfigError, validate_config
-from workflow_utils import REPO
 
 
 @pytest.fixture
@@ -16,10 +16,18 @@ def test_shipped_config_is_the_papers_setup(paper):
     cfg = validate_config(paper)
     assert cfg["datasets"] == ["mnist", "cifar10"] and cfg["epochs"] == 100 and cfg["batch_size"] == 32
     assert cfg["seeds"] == [0] and cfg["clusters"] == 10 and cfg["learning_rate"] == 0.001
-    assert {k: cfg["trust"][k] for k in ("weight", "alpha", "beta", "base_rate", "representative",
-                                        "cluster_fusion", "class_fusion")} == dict(
-        weight=2.0, alpha=1.0, beta=1.0, base_rate=0.5, representative="midpoint",
-        cluster_fusion="cumulative", class_fusion="cumulative")
+    assert {
+        k: cfg["trust"][k]
+        for k in ("weight", "alpha", "beta", "base_rate", "representative", "cluster_fusion", "class_fusion")
+    } == dict(
+        weight=2.0,
+        alpha=1.0,
+        beta=1.0,
+        base_rate=0.5,
+        representative="midpoint",
+        cluster_fusion="cumulative",
+        class_fusion="cumulative",
+    )
     assert cfg["calibration"]["fit_on"] == "validation"
 
 
@@ -35,17 +43,20 @@ def test_defaults_are_filled_and_scalars_become_lists():
     assert cfg["trust"]["weight"] == 2.0 and cfg["calibration"]["t_max"] == 100.0
 
 
-@pytest.mark.parametrize("override,message", [
-    ({"datasets": ["imagenet"]}, "key 'datasets.0' is 'imagenet'; allowed values: mnist, cifar10"),
-    ({"epochs": 0}, "key 'epochs' is 0; it must be ≥ 1"),
-    ({"clusters": -1}, "key 'clusters' is -1; it must be ≥ 1"),
-    ({"epohcs": 3}, "unknown key 'epohcs' (did you mean 'epochs'?)"),
-    ({"trust": {"wieght": 3}}, "unknown key 'wieght' (did you mean 'weight'?) in 'trust'"),
-    ({"device": "gpu"}, "key 'device' is 'gpu'; allowed: auto, cpu, cuda or cuda:N"),
-    ({"calibration": {"fit_on": "train"}}, "allowed values: validation, test"),
-    ({"calibration": {"t_min": 5, "t_max": 1}}, "t_min must be smaller than calibration.t_max"),
-    ({"seeds": ["a"]}, "key 'seeds.0' is 'a'; it must be of type integer"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"datasets": ["imagenet"]}, "key 'datasets.0' is 'imagenet'; allowed values: mnist, cifar10"),
+        ({"epochs": 0}, "key 'epochs' is 0; it must be ≥ 1"),
+        ({"clusters": -1}, "key 'clusters' is -1; it must be ≥ 1"),
+        ({"epohcs": 3}, "unknown key 'epohcs' (did you mean 'epochs'?)"),
+        ({"trust": {"wieght": 3}}, "unknown key 'wieght' (did you mean 'weight'?) in 'trust'"),
+        ({"device": "gpu"}, "key 'device' is 'gpu'; allowed: auto, cpu, cuda or cuda:N"),
+        ({"calibration": {"fit_on": "train"}}, "allowed values: validation, test"),
+        ({"calibration": {"t_min": 5, "t_max": 1}}, "t_min must be smaller than calibration.t_max"),
+        ({"seeds": ["a"]}, "key 'seeds.0' is 'a'; it must be of type integer"),
+    ],
+)
 def test_bad_values_name_the_key_and_what_is_allowed(paper, override, message):
     with pytest.raises(ConfigError) as err:
         validate_config({**paper, **override})
@@ -69,16 +80,46 @@ def test_seeds_and_checksums_per_dataset(paper):
 
     assert per_dataset(cfg, "seeds", "cifar10") == [0, 1, 2] and per_dataset(paper, "seeds", "mnist") == [0]
     # from the command line, as strings
-    cfg = validate_config({**paper, "seeds": {"mnist": ["0", "1"], "cifar10": ["2"]}, "verify_checksums": {
-        "mnist": "true", "cifar10": "false"}})
+    cfg = validate_config(
+        {
+            **paper,
+            "seeds": {"mnist": ["0", "1"], "cifar10": ["2"]},
+            "verify_checksums": {"mnist": "true", "cifar10": "false"},
+        }
+    )
     assert cfg["seeds"] == {"mnist": [0, 1], "cifar10": [2]} and cfg["verify_checksums"]["cifar10"] is False
 
 
-@pytest.mark.parametrize("override, message", [
-    ({"seeds": {"mnist": [0]}}, "key 'seeds' is given per dataset but has no entry for 'cifar10'"),
-    ({"seeds": {"mnist": [0], "cifar10": [1]}, "seed_batching": True}, "seed_batching: true trains the same seeds"),
-    ({"verify_checksums": {"mnist": True}}, "key 'verify_checksums' is given per dataset but has no entry"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"seeds": {"mnist": [0]}}, "key 'seeds' is given per dataset but has no entry for 'cifar10'"),
+        ({"seeds": {"mnist": [0], "cifar10": [1]}, "seed_batching": True}, "seed_batching: true trains the same seeds"),
+        ({"verify_checksums": {"mnist": True}}, "key 'verify_checksums' is given per dataset but has no entry"),
+    ],
+)
 def test_per_dataset_mistakes_are_named(paper, override, message):
     with pytest.raises(ConfigError, match=message):
         validate_config({**paper, **override})
+
+
+def test_the_schema_defaults_are_the_librarys_defaults():
+    """The workflow's defaults (the schema) and the Python API's (trustcal assess, trustcal.assess) agree."""
+    from dataclasses import asdict
+
+    from trustcal.calibration import T_MAX, T_MIN
+    from trustcal.measures.bootstrap import BootstrapParams
+    from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.tables import MetricParams
+
+    cfg = validate_config({})
+    assert (cfg["calibration"]["t_min"], cfg["calibration"]["t_max"]) == (T_MIN, T_MAX)
+    trust = asdict(TrustParams())
+    assert cfg["clusters"] == trust.pop("clusters")
+    assert {k: cfg["trust"][k] for k in trust} == trust
+    metrics = asdict(MetricParams())
+    assert {k: cfg["metrics"][k] for k in metrics} == {
+        k: list(v) if isinstance(v, tuple) else v for k, v in metrics.items()
+    }
+    boot = asdict(BootstrapParams())
+    assert {k: cfg["bootstrap"][k] for k in boot} == boot

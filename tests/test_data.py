@@ -12,8 +12,9 @@ import urllib.request
 
 import numpy as np
 import pytest
-
 from conftest import MNIST_TEST_FILES, SHARED
+
+from trustcal.data import splits
 from trustcal.data import staging as data
 from trustcal.data.synthetic import write_cifar10, write_mnist
 
@@ -39,18 +40,18 @@ def test_cifar_channel_order_survives_the_round_trip(tmp_path):
 
 def test_validation_is_the_unshuffled_tail(tiny_data, tmp_path):
     out = tmp_path / "splits.npz"
-    sizes = data.prepare("mnist", tiny_data, out, verify_checksums=False)
+    sizes = splits.prepare("mnist", tiny_data, out, verify_checksums=False)
     assert sizes == {"x_train": 180, "x_val": 20, "x_test": 60}
-    splits = data.load_prepared(out)
+    arrays = splits.load_prepared(out)
     x_all = data.load_raw("mnist", tiny_data)[0]
-    np.testing.assert_array_equal(splits["x_val"], x_all[180:])
-    np.testing.assert_array_equal(splits["x_train"], x_all[:180])
+    np.testing.assert_array_equal(arrays["x_val"], x_all[180:])
+    np.testing.assert_array_equal(arrays["x_train"], x_all[:180])
 
 
 def test_keras_split_point():
-    assert data.split_validation(60000) == 54000
-    assert data.split_validation(50000) == 45000
-    assert data.split_validation(101) == 91  # ceil(90.9), as Keras
+    assert splits.split_validation(60000) == 54000
+    assert splits.split_validation(50000) == 45000
+    assert splits.split_validation(101) == 91  # ceil(90.9), as Keras
 
 
 def test_checksummed_cifar_rejects_synthetic_batches(tiny_data):
@@ -85,7 +86,7 @@ def gz(content: bytes, level: int) -> bytes:
     return gzip.compress(content, compresslevel=level, mtime=0)
 
 
-def tarball(members: dict[str, bytes], level: int = 9, symlinks: dict[str, str] = {}) -> bytes:
+def tarball(members: dict[str, bytes], level: int = 9, symlinks: dict[str, str] | None = None) -> bytes:
     """A tar.gz of ``members`` (name → bytes) and ``symlinks`` (name → target)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=level) as tar:
@@ -93,7 +94,7 @@ def tarball(members: dict[str, bytes], level: int = 9, symlinks: dict[str, str] 
             info = tarfile.TarInfo(name)
             info.size = len(content)
             tar.addfile(info, io.BytesIO(content))
-        for name, target in symlinks.items():
+        for name, target in (symlinks or {}).items():
             info = tarfile.TarInfo(name)
             info.type, info.linkname = tarfile.SYMTYPE, target
             tar.addfile(info)
@@ -128,8 +129,13 @@ def no_network(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError(f"network access with download false: {args}")
 
-    for module, name in [(tvu, "download_url"), (tvu, "_urlretrieve"), (tvu, "_get_redirect_url"),
-                         (urllib.request, "urlopen"), (socket, "create_connection")]:
+    for module, name in [
+        (tvu, "download_url"),
+        (tvu, "_urlretrieve"),
+        (tvu, "_get_redirect_url"),
+        (urllib.request, "urlopen"),
+        (socket, "create_connection"),
+    ]:
         monkeypatch.setattr(module, name, forbidden)
 
 
@@ -163,7 +169,9 @@ def stage(directory, files: dict[str, bytes]):
 
 
 @pytest.mark.parametrize("level,expected", [(9, data.ARCHIVE_MD5), (1, data.CONTENT_MD5)])
-def test_staged_mnist_archives_are_verified_and_extracted_offline(tmp_path, mnist_official, no_network, level, expected):
+def test_staged_mnist_archives_are_verified_and_extracted_offline(
+    tmp_path, mnist_official, no_network, level, expected
+):
     """Level 1 recompresses the archives: their md5 differs from the official one, their content does not."""
     raw = tmp_path / "data" / "MNIST" / "raw"
     archives = {f"{n}.gz": gz(c, level) for n, c in mnist_official.items()}
@@ -201,8 +209,14 @@ def test_staged_file_with_wrong_content_is_named_and_kept(tmp_path, mnist_offici
     with pytest.raises(data.DatasetUnavailable) as err:
         data.download("mnist", tmp_path, allow_download=allow_download)
     message = str(err.value)
-    for text in [str(bad), md5(staged), data.MNIST_ARCHIVE_MD5["train-images-idx3-ubyte.gz"],
-                 data.MNIST_CONTENT_MD5["train-images-idx3-ubyte"], "replace", "verify_checksums: {mnist: false"]:
+    for text in [
+        str(bad),
+        md5(staged),
+        data.MNIST_ARCHIVE_MD5["train-images-idx3-ubyte.gz"],
+        data.MNIST_CONTENT_MD5["train-images-idx3-ubyte"],
+        "replace",
+        "verify_checksums: {mnist: false",
+    ]:
         assert text in message
     assert message.count("\n  ") == 1, "only the bad file is named"
     assert bad.read_bytes() == staged
@@ -240,8 +254,12 @@ def test_staged_cifar_tarball_is_verified_and_extracted_offline(tmp_path, cifar_
 def test_cifar_extraction_takes_only_the_expected_members(tmp_path, cifar_official, no_network):
     contents, _ = cifar_official
     members = {f"./cifar-10-batches-py/{n}": c for n, c in contents.items()}
-    members |= {"../escaped": b"x", "cifar-10-batches-py/../../escaped2": b"x", "/tmp/absolute-escape": b"x",
-                "cifar-10-batches-py/readme.html": b"x"}
+    members |= {
+        "../escaped": b"x",
+        "cifar-10-batches-py/../../escaped2": b"x",
+        "/tmp/absolute-escape": b"x",
+        "cifar-10-batches-py/readme.html": b"x",
+    }
     stage(tmp_path / "data", {"cifar-10-python.tar.gz": tarball(members)})
     data.download("cifar10", tmp_path / "data", allow_download=False)
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["cifar-10-batches-py", "cifar-10-python.tar.gz"]
@@ -252,8 +270,10 @@ def test_cifar_extraction_takes_only_the_expected_members(tmp_path, cifar_offici
 def test_cifar_tarball_with_a_link_for_a_batch_is_rejected(tmp_path, cifar_official, no_network):
     contents, _ = cifar_official
     members = {f"cifar-10-batches-py/{n}": c for n, c in contents.items() if n != "data_batch_1"}
-    stage(tmp_path, {"cifar-10-python.tar.gz": tarball(members, symlinks={
-        "cifar-10-batches-py/data_batch_1": "/etc/passwd"})})
+    stage(
+        tmp_path,
+        {"cifar-10-python.tar.gz": tarball(members, symlinks={"cifar-10-batches-py/data_batch_1": "/etc/passwd"})},
+    )
     with pytest.raises(data.DatasetUnavailable, match="lacks cifar-10-batches-py/data_batch_1"):
         data.download("cifar10", tmp_path, verify_checksums=False, allow_download=False)
     assert not (tmp_path / "cifar-10-batches-py").exists()
@@ -266,8 +286,14 @@ def test_cifar_tarball_with_wrong_content_is_named_and_kept(tmp_path, cifar_offi
     with pytest.raises(data.DatasetUnavailable) as err:
         data.download("cifar10", tmp_path, allow_download=False)
     message = str(err.value)
-    for text in [str(tmp_path / "cifar-10-python.tar.gz"), md5(staged), data.CIFAR10_ARCHIVE_MD5,
-                 "test_batch", data.CIFAR10_CONTENT_MD5["test_batch"], "verify_checksums: {cifar10: false"]:
+    for text in [
+        str(tmp_path / "cifar-10-python.tar.gz"),
+        md5(staged),
+        data.CIFAR10_ARCHIVE_MD5,
+        "test_batch",
+        data.CIFAR10_CONTENT_MD5["test_batch"],
+        "verify_checksums: {cifar10: false",
+    ]:
         assert text in message
     assert (tmp_path / "cifar-10-python.tar.gz").read_bytes() == staged
     assert not (tmp_path / "cifar-10-batches-py").exists()
@@ -288,11 +314,21 @@ def test_staged_cifar_batches_are_checked_by_content(tmp_path, cifar_official, n
     assert set(verified.values()) == {data.NOT_CHECKED}
 
 
-@pytest.mark.parametrize("dataset,expected", [
-    ("mnist", ["train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873", "6bbc9ace898e44ae57da46a324031adb",
-               "MNIST/raw"]),
-    ("cifar10", ["cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a", "c99cafc152244af753f735de768cd75f"]),
-])
+@pytest.mark.parametrize(
+    "dataset,expected",
+    [
+        (
+            "mnist",
+            [
+                "train-images-idx3-ubyte.gz",
+                "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+                "6bbc9ace898e44ae57da46a324031adb",
+                "MNIST/raw",
+            ],
+        ),
+        ("cifar10", ["cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a", "c99cafc152244af753f735de768cd75f"]),
+    ],
+)
 def test_failed_download_says_which_files_to_put_where(tmp_path, offline, dataset, expected):
     with pytest.raises(data.DatasetUnavailable) as err:
         data.download(dataset, tmp_path / "data")
@@ -364,8 +400,10 @@ def test_real_mnist_archives_staged_as_they_are(tmp_path, no_network):
     verified = data.download("mnist", tmp_path / "data", allow_download=False)
     rows = {r["file"].rsplit("/", 1)[1]: r for r in read_manifest(verified, tmp_path / "raw_manifest.tsv")}
     assert {name: r["verified"] for name, r in rows.items()} == {
-        "train-images-idx3-ubyte": "content-md5", "train-labels-idx1-ubyte": "content-md5",
-        "t10k-images-idx3-ubyte": "archive-md5", "t10k-labels-idx1-ubyte": "archive-md5",
+        "train-images-idx3-ubyte": "content-md5",
+        "train-labels-idx1-ubyte": "content-md5",
+        "t10k-images-idx3-ubyte": "archive-md5",
+        "t10k-labels-idx1-ubyte": "archive-md5",
     }
     assert {name: r["md5"] for name, r in rows.items()} == data.MNIST_CONTENT_MD5
     for archive in MNIST_FILES.glob("*-ubyte.gz"):

@@ -65,15 +65,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from training_utils import EPS32, LAMBDA, splits, train  # LAMBDA: (1.) ≈ 7.8, 2·exp(-λ²/2)·1e7 checked values = 1e-6
 
-from test_train import splits
 from trustcal.training.engine import StackedTrainer
+from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, train_seeds
 from trustcal.training.models import build_model
-from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, train, train_seeds
 
-EPS32 = torch.finfo(torch.float32).eps
 EPS_TF32 = 2.0**-10  # TF32 keeps 10 of float32's 23 mantissa bits
-LAMBDA = math.sqrt(2 * math.log(2 * 1e7 / 1e-6))  # (1.) ≈ 7.8: 2·exp(-λ²/2)·1e7 checked values = 1e-6
 LR, BETAS, ADAM_EPS = 1e-3, (0.9, 0.999), 1e-7  # the project's Adam: Keras' defaults
 
 
@@ -294,7 +292,9 @@ def wrong_steps(dataset, init, batches, mistake):
     return model.state_dict(), losses
 
 
-@pytest.mark.parametrize("mistake", ["learning rate 1 % high", "biases not updated", "batches 4 and 5 swapped", "last update skipped"])
+@pytest.mark.parametrize(
+    "mistake", ["learning rate 1 % high", "biases not updated", "batches 4 and 5 swapped", "last update skipped"]
+)
 @pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
 def test_a_wrong_step_exceeds_the_budget(dataset, mistake):
     """The budgets are not so loose that they let a real mistake through."""
@@ -402,9 +402,12 @@ def test_kept_freed_memory_spares_the_page_faults_of_every_step():
     """A CNN step frees and reallocates MBs of activations; with glibc's defaults they come back as fresh
     pages (a page fault each, ~1000 a step), with the training process's setting from the heap."""
 
-    def faults_per_step(mode):
-        proc = subprocess.run([sys.executable, "-c", FAULTS_SCRIPT, mode], capture_output=True, text=True, check=True)
-        return float(proc.stdout.split()[-1])
+    def faults_per_step(mode):  # the median of 3 processes: one may be disturbed by other work on the machine
+        runs = [
+            subprocess.run([sys.executable, "-c", FAULTS_SCRIPT, mode], capture_output=True, text=True, check=True)
+            for _ in range(3)
+        ]
+        return sorted(float(p.stdout.split()[-1]) for p in runs)[1]
 
     assert faults_per_step("default") > 200
     assert faults_per_step("keep") < 50

@@ -15,14 +15,20 @@ import tomllib
 
 import pytest
 import yaml
-
 from workflow_utils import REPO
 
 RULES_DIR = REPO / "workflow" / "rules"
 SCRIPTS_DIR = REPO / "workflow" / "scripts"
 TRAIN_RULES = {"download", "prepare", "train", "logits"}
 ANALYSIS_RULES = {
-    "calibrate", "trust", "trust_bootstrap", "scores", "figures", "metric_figures", "verdict", "external",
+    "calibrate",
+    "trust",
+    "trust_bootstrap",
+    "scores",
+    "figures",
+    "metric_figures",
+    "verdict",
+    "external",
 }
 TORCH = {"torch", "torchvision", "pytorch"}
 # import name → distribution name, for the packages of pyproject.toml's core, train and workflow lists
@@ -101,15 +107,18 @@ def loaded_packages(script) -> set[str]:
     """Top-level modules that importing everything ``script`` imports (also inside functions) loads."""
     tree = ast.parse(script.read_text())
     imports = [
-        ast.unparse(node) for node in ast.walk(tree)
+        ast.unparse(node)
+        for node in ast.walk(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
     ]
-    code = "\n".join([
-        "import json, sys",
-        f"sys.path[:0] = [{str(SCRIPTS_DIR)!r}, {str(REPO / 'workflow')!r}]",
-        *imports,
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))",
-    ])
+    code = "\n".join(
+        [
+            "import json, sys",
+            f"sys.path[:0] = [{str(SCRIPTS_DIR)!r}, {str(REPO / 'workflow')!r}]",
+            *imports,
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))",
+        ]
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return set(json.loads(proc.stdout.splitlines()[-1]))

@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import AUTHOR_PREDICTIONS
 from workflow_utils import TINY_CONFIG, planned_jobs, snakemake
 
@@ -73,7 +72,10 @@ def test_lint_with_an_external_set(workdir):
 def test_bad_external_entries_stop_before_any_job(workdir, tmp_path):
     for override, expected in (
         ("external={author_mnist: {path: nowhere}}", "external.author_mnist: nowhere: file or directory not found"),
-        ("external={author_mnist: {path: preds, lable_column: y}}", "unknown key 'lable_column' (did you mean 'label_column'?)"),
+        (
+            "external={author_mnist: {path: preds, lable_column: y}}",
+            "unknown key 'lable_column' (did you mean 'label_column'?)",
+        ),
         ("external={other: {format: csv}}", "'path' is a required property in 'external.other'"),
     ):
         proc = snakemake(workdir, "--dry-run", "--config", override, check=False)

@@ -1,16 +1,23 @@
 """Every figure, drawn from small synthetic tables in the workflow's layout (one seed and three seeds)."""
 
+import re
+import types
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from PIL import Image
 
-from trustcal.reporting import figures
 from trustcal.errors import TrustcalError
 from trustcal.files import write_csv
-from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
 from trustcal.measures.trust import TrustParams
+from trustcal.reporting import figures
+from trustcal.reporting.figures import registry
+from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
 
+REPO = Path(__file__).resolve().parents[1]
 EPOCHS = 5
 N, K = 150, 10
 
@@ -34,7 +41,9 @@ def predictions(seed: int, epochs: int = EPOCHS) -> list[Predictions]:
 def history(seed: int, epochs: int = EPOCHS) -> pd.DataFrame:
     e = np.arange(1, epochs + 1)
     val = 0.5 + 0.05 * (e - 3) ** 2 + 0.01 * seed  # minimum at epoch 3
-    return pd.DataFrame(dict(epoch=e, train_loss=1.0 / e, train_accuracy=0.9, val_loss=val, val_accuracy=0.8, seconds=1.0))
+    return pd.DataFrame(
+        dict(epoch=e, train_loss=1.0 / e, train_accuracy=0.9, val_loss=val, val_accuracy=0.8, seconds=1.0)
+    )
 
 
 def write_run(root, dataset: str, seed: int) -> None:
@@ -45,14 +54,18 @@ def write_run(root, dataset: str, seed: int) -> None:
         **trust_tables(preds, TrustParams(), SweepParams(clusters=(2, 5, 10, 20), epochs=(1, 3))),
         **score_tables(preds, mp),
         "history": history(seed),
-        "calibration": pd.DataFrame(dict(epoch=range(1, EPOCHS + 1), temperature=[1.0 + 0.4 * e for e in range(1, EPOCHS + 1)])),
+        "calibration": pd.DataFrame(
+            dict(epoch=range(1, EPOCHS + 1), temperature=[1.0 + 0.4 * e for e in range(1, EPOCHS + 1)], fit_split="val")
+        ),
     }
     for name, df in tables.items():
         write_csv(df, run / f"{name}.csv")
 
 
 def inputs(root, dataset, seeds):
-    return {name: [str(root / "results" / dataset / f"seed{s}" / f"{name}.csv") for s in seeds] for name in figures.TABLES}
+    return {
+        name: [str(root / "results" / dataset / f"seed{s}" / f"{name}.csv") for s in seeds] for name in figures.TABLES
+    }
 
 
 @pytest.fixture(scope="module", params=[(0,), (0, 1, 2)], ids=["1seed", "3seeds"])
@@ -83,31 +96,124 @@ def test_every_figure_is_a_png_of_its_size_and_a_pdf(drawn, name):
 
 def test_every_figure_has_a_size_and_a_drawer():
     assert set(figures.FIGURES) == set(figures.FIGURE_SIZES)
-    for needs, _ in figures.FIGURES.values():
-        assert set(needs) <= set(figures.TABLES)
+    for name, spec in figures.FIGURES.items():
+        assert spec.name == name and callable(spec.draw)
+        assert spec.tables and set(spec.tables) <= set(figures.TABLES)
 
 
-def test_figure_names_match_the_workflow_targets():
-    text = (figures.Path(__file__).resolve().parents[1] / "workflow" / "rules" / "common.smk").read_text()
-    for name in figures.FIGURES:
-        assert f'"{name}"' in text, name
+def test_every_figure_is_declared_once_with_a_rule_a_report_section_and_a_caption():
+    report = REPO / "workflow" / "report"
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    for spec in figures.FIGURES.values():
+        assert spec.job in registry.JOBS and spec.stage in registry.STAGES, spec.name
+        assert (report / spec.caption).is_file(), spec.caption
+        assert set(spec.params) <= set(config), spec.params
+        assert spec.summary and "|" not in spec.summary
+    # every caption file belongs to a figure (or to the verdict / the report's front page)
+    captions = {spec.caption for spec in figures.FIGURES.values()}
+    assert {p.name for p in report.glob("*.rst")} == captions | {"verdict.rst", "workflow.rst"}
+    # each report section is introduced on the report's front page
+    front = (report / "workflow.rst").read_text()
+    for stage in registry.STAGES:
+        assert f"**{stage}**" in front, stage
+    assert figures.FIGURE_NAMES == tuple(figures.FIGURES)
 
 
-def test_cifar_label_names_and_paper_figures_wrapper(tmp_path):
+def test_common_smk_takes_the_figure_list_from_the_registry():
+    text = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert "from trustcal.reporting.figures.registry import FIGURES" in text
+    assert "FIGURE_NAMES = list(FIGURES)" in text
+    for name in figures.FIGURES:  # no name retyped in the rules
+        for rules in ("common.smk", "figures.smk"):
+            assert f'"{name}"' not in (REPO / "workflow" / "rules" / rules).read_text(), (rules, name)
+
+
+def test_the_rules_draw_what_the_registry_declares(tmp_path):
+    """A dry run: each figure rule reads the tables of its figures and writes their PNG and PDF."""
+    pytest.importorskip("snakemake")
+    from workflow_utils import make_workdir, snakemake
+
+    workdir = make_workdir(tmp_path / "work", n_train=40, n_test=20, datasets=["mnist"])
+    proc = snakemake(workdir, "--dry-run", "--forceall")
+    out = proc.stdout + proc.stderr
+    jobs = {
+        m.group(1): (set(m.group(2).split(", ")), set(m.group(3).split(", ")))
+        for m in re.finditer(r"^rule (\w*figures):\n    input: (.*)\n    output: (.*)$", out, flags=re.M)
+    }
+    assert set(jobs) == set(registry.JOBS)
+    for job, (ins, outs) in jobs.items():
+        specs = [s for s in figures.FIGURES.values() if s.job == job]
+        assert {Path(p).name for p in ins} == {f"{t}.csv" for s in specs for t in s.tables}, job
+        assert outs == {f"results/figures/mnist/{s.name}.{ext}" for s in specs for ext in ("png", "pdf")}, job
+
+
+def test_the_readme_table_of_figures_is_the_registrys():
+    readme = (REPO / "README.md").read_text()
+    marker = "<!-- The table of figures is the registry's"
+    assert readme.count(marker) == 1
+    table = readme.split(marker, 1)[1].split("\n", 1)[1].split("\n\n", 1)[0] + "\n"
+    assert table == registry.readme_table(), (
+        "README.md's table of figures differs from the registry; replace it by the output of\n"
+        "  python -c 'from trustcal.reporting.figures import readme_table; print(readme_table(), end=\"\")'"
+    )
+
+
+def test_calibration_figure_says_where_the_temperature_was_fitted(tmp_path):
+    preds = predictions(0)
+    scores = score_tables(preds, MetricParams(density_points=21))["scores"]
+    calibration = pd.DataFrame(dict(epoch=range(1, EPOCHS + 1), temperature=2.0))
+
+    def legend(**columns):
+        fig = figures.draw(
+            "calibration_metrics",
+            {"scores": scores, "calibration": calibration.assign(**columns)},
+            "",
+            [tmp_path / "c.png"],
+        )
+        return [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+
+    assert "Temperature (fitted on validation)" in legend(fit_split="val")
+    assert "Temperature (fitted on test)" in legend(fit_split="test")
+    assert "Temperature" in legend()  # no fit_split column: no claim
+    assert not any("validation" in t for t in legend(fit_split="test"))
+
+
+@pytest.mark.parametrize("fit_on", ["validation", "test"])
+def test_calibration_caption_says_where_the_temperature_was_fitted(fit_on):
+    """The report caption is a Jinja template that Snakemake renders with the run's config."""
+    jinja2 = pytest.importorskip("jinja2")
+    spec = figures.FIGURES["calibration_metrics"]
+    source = (REPO / "workflow" / "report" / spec.caption).read_text()
+    snakemake = types.SimpleNamespace(config={"calibration": {"fit_on": fit_on}})
+    text = " ".join(jinja2.Environment().from_string(source).render(snakemake=snakemake).split())
+    assert f"fitted on the {fit_on} set" in text
+    assert ("seen the test labels" in text) == (fit_on == "test")
+
+
+def test_cifar_label_names(tmp_path):
     write_run(tmp_path, "cifar10", 0)
     ins = inputs(tmp_path, "cifar10", (0,))
     out = tmp_path / "fig"
-    figures.paper_figures("cifar10", ins["trust"], ins["history"],
-                          trust_grid_paths=[out / "grid.png"], loss_paths=[out / "loss.png", out / "loss.pdf"])
-    figures.render_figures("cifar10", ins, {"trust_spectrum": [str(out / "spectrum.png")]})
+    figures.render_figures(
+        "cifar10",
+        ins,
+        {
+            "trust_grid": [out / "grid.png"],
+            "loss_curves": [out / "loss.png", out / "loss.pdf"],
+            "trust_spectrum": [str(out / "spectrum.png")],
+        },
+    )
     for f in ("grid.png", "loss.png", "loss.pdf", "spectrum.png"):
         assert (out / f).stat().st_size > 10_000
 
 
 def test_draw_from_in_memory_tables_without_a_seed_column(tmp_path):
     preds = predictions(0)
-    tables = {**trust_tables(preds, TrustParams()), **score_tables(preds, MetricParams(density_points=21)),
-              "history": history(0)}
+    tables = {
+        **trust_tables(preds, TrustParams()),
+        **score_tables(preds, MetricParams(density_points=21)),
+        "history": history(0),
+    }
     for name in ("trust_grid", "reliability", "opinion_triangle"):
         figures.draw(name, tables, "Someone's model", [tmp_path / f"{name}.png"])
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000

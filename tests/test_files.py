@@ -49,6 +49,10 @@ def test_stale_temporaries_of_the_named_targets_only_are_removed(tmp_path):
     removed += remove_stale_temporaries(tmp_path, "figures")
     assert sorted(p.name for p in removed) == [".figures.p0p0.old", ".figures.x8q1.tmp", ".scores.csv.k2j3.tmp"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        ".epoch001.pt.zz.tmp", ".epoch002.pt.zz.tmp", ".trust.csv.k2j3.tmp", "scores.csv"]
+        ".epoch001.pt.zz.tmp",
+        ".epoch002.pt.zz.tmp",
+        ".trust.csv.k2j3.tmp",
+        "scores.csv",
+    ]
     assert len(remove_stale_temporaries(tmp_path, "epoch*.pt")) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [".trust.csv.k2j3.tmp", "scores.csv"]

@@ -11,10 +11,8 @@ import sys
 import time
 import tomllib
 import venv
-from pathlib import Path
 
 import pytest
-
 from conftest import AUTHOR_PREDICTIONS, REPO
 
 HEAVY = ("torch", "torchvision", "snakemake", "yaml", "jsonschema")
@@ -58,7 +56,8 @@ def test_dependencies_are_layered():
     assert extras["slurm"] == ["trustcal[cluster]"]
     assert extras["test"][0] == "trustcal[workflow]"
     makefile = (REPO / "Makefile").read_text()
-    assert "pip install --quiet -e '.[workflow]'" in makefile and "pip install --quiet -e '.[test]'" in makefile
+    assert "pip install --quiet -e '.[workflow]'" in makefile and "pip install --quiet -e '.[test,lint]'" in makefile
+    assert extras["lint"] == ["ruff==0.17.6", "snakefmt==2.1.0", "black==26.10.1"]
 
 
 @pytest.mark.slow
@@ -72,28 +71,44 @@ def test_the_wheel_alone_runs_trustcal_assess(tmp_path):
     pip = ["-m", "pip", "--disable-pip-version-check", "--no-input"]
     # built from a copy of the package's files, so the build leaves nothing in the repository
     src = tmp_path / "src"
-    shutil.copytree(REPO / "workflow" / "trustcal", src / "workflow" / "trustcal",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        REPO / "workflow" / "trustcal",
+        src / "workflow" / "trustcal",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, *pip, "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(src)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, *pip, "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (wheel,) = wheels.glob("trustcal-*.whl")
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    subprocess.run([python, *pip, "install", "--quiet", str(wheel)], check=True, capture_output=True, text=True, env=env)
-    listed = subprocess.run([python, *pip, "list", "--format", "json"], check=True, capture_output=True, text=True, env=env)
+    subprocess.run(
+        [python, *pip, "install", "--quiet", str(wheel)], check=True, capture_output=True, text=True, env=env
+    )
+    listed = subprocess.run(
+        [python, *pip, "list", "--format", "json"], check=True, capture_output=True, text=True, env=env
+    )
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert {"trustcal", "numpy", "pandas", "matplotlib", "seaborn", "tqdm"} <= installed
     assert not installed & {"torch", "torchvision", "snakemake", "pyyaml", "jsonschema"}, installed
 
     out = tmp_path / "out"
-    done = subprocess.run([env_dir / "bin" / "trustcal", "assess", str(mnist), "--out", str(out), "--json", "--no-figures"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [env_dir / "bin" / "trustcal", "assess", str(mnist), "--out", str(out), "--json", "--no-figures"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["classes"] == 10 and len(summary["files"]) >= 2

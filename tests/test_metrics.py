@@ -21,13 +21,15 @@ SETTINGS = settings(max_examples=40, deadline=None)
 #   [1.00, 0.00, 0.00, 0.00]      0      0     1.00    yes     1.00   (conf on edge 1.0)
 #   [0.05, 0.95, 0.00, 0.00]      0      1     0.95    no      0.05
 #   [0.25, 0.25, 0.25, 0.25]      3      0     0.25    no      0.25
-HAND_P = np.array([
-    [0.30, 0.25, 0.25, 0.20],
-    [0.50, 0.50, 0.00, 0.00],
-    [1.00, 0.00, 0.00, 0.00],
-    [0.05, 0.95, 0.00, 0.00],
-    [0.25, 0.25, 0.25, 0.25],
-])
+HAND_P = np.array(
+    [
+        [0.30, 0.25, 0.25, 0.20],
+        [0.50, 0.50, 0.00, 0.00],
+        [1.00, 0.00, 0.00, 0.00],
+        [0.05, 0.95, 0.00, 0.00],
+        [0.25, 0.25, 0.25, 0.25],
+    ]
+)
 HAND_Y = np.array([0, 1, 0, 0, 3])
 
 
@@ -53,6 +55,7 @@ def mnist():
 
 
 # --- §5 hand-computed ---------------------------------------------------------
+
 
 def test_bin_indices_edges():
     # (i/M, (i+1)/M]: 0 → bin 0, 0.1 → bin 0, just above 0.1 → bin 1, 0.3 → bin 2,
@@ -151,8 +154,10 @@ def test_ece_properties(seed, n, k, n_bins):
 
 # --- §5 peer libraries as oracles ----------------------------------------------
 
+
 def _netcal_ece(probs, labels, n_bins):
     from netcal.metrics import ECE
+
     return float(ECE(bins=n_bins).measure(probs, labels))
 
 
@@ -163,13 +168,16 @@ def _torch_ce(probs, labels, n_bins, norm, float64=False):
     import torch
     from torchmetrics.functional.classification import multiclass_calibration_error
     from torchmetrics.functional.classification.calibration_error import _ce_compute
+
     if float64:
         conf = torch.from_numpy(probs.max(axis=1))
         acc = torch.from_numpy((probs.argmax(axis=1) == labels).astype(np.float64))
         return float(_ce_compute(conf, acc, n_bins, norm=norm))
-    return float(multiclass_calibration_error(
-        torch.from_numpy(probs), torch.from_numpy(labels), num_classes=probs.shape[1],
-        n_bins=n_bins, norm=norm))
+    return float(
+        multiclass_calibration_error(
+            torch.from_numpy(probs), torch.from_numpy(labels), num_classes=probs.shape[1], n_bins=n_bins, norm=norm
+        )
+    )
 
 
 def test_ece_matches_netcal_and_torchmetrics_on_random_predictions():
@@ -228,6 +236,7 @@ def test_ece_matches_peers_on_author_mnist_files(mnist):
 
 # --- §6 NetTrustScore family ---------------------------------------------------
 
+
 def test_nts_family_by_hand():
     # Q = C if right else 1 − C: [.3, .5, 1, .05, .75]
     np.testing.assert_allclose(M.question_answer_trust(HAND_P, HAND_Y), [0.3, 0.5, 1.0, 0.05, 0.75])
@@ -240,8 +249,9 @@ def test_nts_family_by_hand():
     # C̄ right = (.3 + 1)/2, C̄ wrong = (.5 + .95 + .25)/3
     assert M.expected_confidence(HAND_P, HAND_Y) == pytest.approx((0.65, 1.7 / 3))
     # α = 2, β = 3: Q = [.09, .125, 1, .05³, .75³]
-    np.testing.assert_allclose(M.question_answer_trust(HAND_P, HAND_Y, alpha=2, beta=3),
-                               [0.09, 0.125, 1.0, 0.05 ** 3, 0.75 ** 3])
+    np.testing.assert_allclose(
+        M.question_answer_trust(HAND_P, HAND_Y, alpha=2, beta=3), [0.09, 0.125, 1.0, 0.05**3, 0.75**3]
+    )
     # n_classes larger than K: extra labels absent → NaN
     assert np.isnan(M.trust_spectrum(HAND_P, HAND_Y, n_classes=6)[4:]).all()
 
@@ -252,7 +262,7 @@ def _closed_form_spectrum(probs, labels, alpha, beta):
     for p, z in zip(probs.tolist(), labels.tolist()):
         c = max(p)
         right = p.index(c) == z
-        per_label.setdefault(z, []).append(c ** alpha if right else (1 - c) ** beta)
+        per_label.setdefault(z, []).append(c**alpha if right else (1 - c) ** beta)
     spectrum = np.array([np.mean(per_label[z]) if z in per_label else np.nan for z in range(probs.shape[1])])
     nts = sum(len(v) * np.mean(v) for v in per_label.values()) / len(labels)
     return spectrum, nts
@@ -283,6 +293,7 @@ def test_trust_density_matches_scipy_kde_plus_reflections():
     Our density is Σ_k kde(x − 2k) + kde(2k − x) (mirror images in 0 and 1).
     """
     from scipy.stats import gaussian_kde
+
     rng = np.random.default_rng(11)
     grid = np.linspace(0, 1, 101)
     for n in (500, 3):  # narrow kernel (only first images matter) and wide kernel (h ≈ 0.29)
@@ -308,24 +319,28 @@ def test_trust_density_table():
     assert list(table.columns) == ["label", "trust", "density"]
     assert sorted(table["label"].unique()) == [0, 1, 3]  # label 2 absent
     # label 1 has one sample, Q = 0.5: its density equals trust_density([0.5])
-    np.testing.assert_allclose(table.loc[table.label == 1, "density"],
-                               M.trust_density([0.5], grid=np.linspace(0, 1, 11))[1])
+    np.testing.assert_allclose(
+        table.loc[table.label == 1, "density"], M.trust_density([0.5], grid=np.linspace(0, 1, 11))[1]
+    )
 
 
 # --- §7 geometric family ---------------------------------------------------------
+
 
 def pmean(x, rho, w=None):
     x, w = np.asarray(x, float), np.ones(len(x)) if w is None else np.asarray(w, float)
     if rho == 0:
         return math.exp(sum(wi * math.log(xi) for xi, wi in zip(x, w)) / sum(w))
-    return (sum(wi * xi ** rho for xi, wi in zip(x, w)) / sum(w)) ** (1 / rho)
+    return (sum(wi * xi**rho for xi, wi in zip(x, w)) / sum(w)) ** (1 / rho)
 
 
 def test_generalized_mean():
     x = [0.2, 0.5, 0.8]
     assert M.generalized_mean(x, 1) == pytest.approx(0.5)
     assert M.generalized_mean(x, 0) == pytest.approx((0.2 * 0.5 * 0.8) ** (1 / 3))
-    assert M.generalized_mean(x, -2 / 3) == pytest.approx(((0.2 ** (-2 / 3) + 0.5 ** (-2 / 3) + 0.8 ** (-2 / 3)) / 3) ** -1.5)
+    assert M.generalized_mean(x, -2 / 3) == pytest.approx(
+        ((0.2 ** (-2 / 3) + 0.5 ** (-2 / 3) + 0.8 ** (-2 / 3)) / 3) ** -1.5
+    )
     assert M.generalized_mean([0.0, 1.0], 0) == 0.0 and M.generalized_mean([0.0, 1.0], -2 / 3) == 0.0
     assert M.generalized_mean([0.2, 0.8], 1, weights=[3, 1]) == pytest.approx(0.35)
 
@@ -342,12 +357,16 @@ def test_geometric_metrics_by_hand():
     m, w = [2 / 15, 3 / 5], [2, 3]
     got = M.geometric_metrics(HAND_P, HAND_Y, eps=0.01, n_bins=2)
     expected = {
-        "geometric_accuracy": pmean(q, 0), "decisiveness": pmean(q, 1), "robustness": pmean(q, -2 / 3),
-        "geometric_accuracy_measured": pmean(m, 0, w), "decisiveness_measured": pmean(m, 1, w),
+        "geometric_accuracy": pmean(q, 0),
+        "decisiveness": pmean(q, 1),
+        "robustness": pmean(q, -2 / 3),
+        "geometric_accuracy_measured": pmean(m, 0, w),
+        "decisiveness_measured": pmean(m, 1, w),
         "robustness_measured": pmean(m, -2 / 3, w),
     }
-    expected["confidence_slope"] = ((expected["decisiveness_measured"] - expected["robustness_measured"])
-                                    / (expected["decisiveness"] - expected["robustness"]))
+    expected["confidence_slope"] = (expected["decisiveness_measured"] - expected["robustness_measured"]) / (
+        expected["decisiveness"] - expected["robustness"]
+    )
     assert got == pytest.approx(expected)
     table = M.geometric_bins(HAND_P, HAND_Y, eps=0.01, n_bins=2)
     assert table[["n_correct", "n_wrong"]].to_numpy().tolist() == [[2, 13], [3, 2]]
@@ -378,8 +397,14 @@ def test_geometric_singularity_and_epsilon_floor():
 def test_geometric_perfect_and_constant():
     y = np.array([0, 1, 2, 3] * 5)
     perfect = M.geometric_metrics(np.eye(4)[y], y)
-    for key in ("geometric_accuracy", "decisiveness", "robustness",
-                "geometric_accuracy_measured", "decisiveness_measured", "robustness_measured"):
+    for key in (
+        "geometric_accuracy",
+        "decisiveness",
+        "robustness",
+        "geometric_accuracy_measured",
+        "decisiveness_measured",
+        "robustness_measured",
+    ):
         assert perfect[key] == pytest.approx(1.0)
     assert math.isnan(perfect["confidence_slope"])  # D_rep − R_rep = 0
     # constant 1/4: q = .25 everywhere is one singular bin, every wrong prob .25 joins it:
@@ -390,10 +415,18 @@ def test_geometric_perfect_and_constant():
 
 # --- §8 reliability curves ------------------------------------------------------
 
+
 def test_reliability_curve_and_summary_by_hand():
     curve = M.reliability_curve(HAND_P, HAND_Y, n_bins=10)
-    assert list(curve.columns) == ["bin", "bin_lower", "bin_upper", "bin_centre", "mean_predicted",
-                                   "observed_frequency", "count"]
+    assert list(curve.columns) == [
+        "bin",
+        "bin_lower",
+        "bin_upper",
+        "bin_centre",
+        "mean_predicted",
+        "observed_frequency",
+        "count",
+    ]
     assert curve["count"].tolist() == [0, 0, 2, 0, 1, 0, 0, 0, 0, 2]
     nonempty = curve[curve["count"] > 0]
     np.testing.assert_allclose(nonempty["mean_predicted"], [0.275, 0.5, 0.975])
@@ -432,10 +465,30 @@ def test_reliability_table_shape():
 # --- all scalars, and the author's real files ---------------------------------------
 
 EXPECTED_KEYS = {
-    "accuracy", "mean_confidence", "nll", "brier", "ece", "ece_10", "ece_15", "ece_mass_10", "ece_mass_15",
-    "mce_10", "mce_15", "classwise_ece", "net_trust_score", "confidence_correct", "confidence_incorrect",
-    "geometric_accuracy", "decisiveness", "robustness", "geometric_accuracy_measured", "decisiveness_measured",
-    "robustness_measured", "confidence_slope", "reliability_sq_distance", "reliability_auc",
+    "accuracy",
+    "mean_confidence",
+    "nll",
+    "brier",
+    "ece",
+    "ece_10",
+    "ece_15",
+    "ece_mass_10",
+    "ece_mass_15",
+    "mce_10",
+    "mce_15",
+    "classwise_ece",
+    "net_trust_score",
+    "confidence_correct",
+    "confidence_incorrect",
+    "geometric_accuracy",
+    "decisiveness",
+    "robustness",
+    "geometric_accuracy_measured",
+    "decisiveness_measured",
+    "robustness_measured",
+    "confidence_slope",
+    "reliability_sq_distance",
+    "reliability_auc",
 }
 
 

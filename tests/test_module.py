@@ -15,7 +15,6 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-
 from workflow_utils import REPO, make_workdir
 
 pytestmark = pytest.mark.slow
@@ -49,8 +48,13 @@ def importing(tmp_path_factory):
     workdir = make_workdir(tmp_path_factory.mktemp("module") / "mine")
     (workdir / "tiny.yaml").unlink()  # no config.yaml in the working directory either
     (workdir / "config").mkdir()
-    only_what_it_changes = {"datasets": ["mnist"], "download": False, "verify_checksums": False,
-                            "epochs": 2, "device": "cpu"}
+    only_what_it_changes = {
+        "datasets": ["mnist"],
+        "download": False,
+        "verify_checksums": False,
+        "epochs": 2,
+        "device": "cpu",
+    }
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(only_what_it_changes))
     (workdir / "Snakefile").write_text(IMPORTING_SNAKEFILE)
     return workdir
@@ -64,8 +68,17 @@ def test_imported_as_a_module_runs_to_the_verdict(importing):
     assert local == ["trustcal_download", "trustcal_figures", "trustcal_metric_figures", "trustcal_verdict"], out
     assert (importing / "results" / "reproduction.md").is_file()
     ran = set(re.findall(r"^(?:local)?rule (\w+):", out, flags=re.M))
-    assert {"trustcal_download", "trustcal_train", "trustcal_logits", "trustcal_calibrate", "trustcal_trust",
-            "trustcal_scores", "trustcal_figures", "trustcal_verdict", "trustcal_all"} <= ran, sorted(ran)
+    assert {
+        "trustcal_download",
+        "trustcal_train",
+        "trustcal_logits",
+        "trustcal_calibrate",
+        "trustcal_trust",
+        "trustcal_scores",
+        "trustcal_figures",
+        "trustcal_verdict",
+        "trustcal_all",
+    } <= ran, sorted(ran)
     # the importing workflow's values, the schema's defaults for the rest
     history = pd.read_csv(importing / "results" / "mnist" / "seed0" / "history.csv")
     assert list(history["epoch"]) == [1, 2]

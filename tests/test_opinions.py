@@ -56,6 +56,7 @@ def assert_same(x, y, atol=1e-9):
 
 # --- Jøsang's explicit two-source formulas, written out independently --------
 
+
 def josang_cumulative(x, y):
     """Jøsang 2016 Eq. 12.18 (paper Eq. 2), γ = 1/2 for two dogmatic opinions."""
     (bx, dx, ux, ax), (by, dy, uy, ay) = x, y
@@ -77,8 +78,9 @@ def josang_averaging(x, y):
     (bx, dx, ux, ax), (by, dy, uy, ay) = x, y
     if ux == 0 and uy == 0:
         return Opinion((bx + by) / 2, (dx + dy) / 2, 0.0, (ax + ay) / 2)
-    return Opinion((bx * uy + by * ux) / (ux + uy), (dx * uy + dy * ux) / (ux + uy),
-                   2 * ux * uy / (ux + uy), (ax + ay) / 2)
+    return Opinion(
+        (bx * uy + by * ux) / (ux + uy), (dx * uy + dy * ux) / (ux + uy), 2 * ux * uy / (ux + uy), (ax + ay) / 2
+    )
 
 
 def josang_weighted(x, y):
@@ -89,13 +91,16 @@ def josang_weighted(x, y):
     if ux == 1 and uy == 1:
         return Opinion(0.0, 0.0, 1.0, (ax + ay) / 2)
     k = ux + uy - 2 * ux * uy
-    return Opinion((bx * (1 - ux) * uy + by * (1 - uy) * ux) / k,
-                   (dx * (1 - ux) * uy + dy * (1 - uy) * ux) / k,
-                   (2 - ux - uy) * ux * uy / k,
-                   (ax * (1 - ux) + ay * (1 - uy)) / (2 - ux - uy))
+    return Opinion(
+        (bx * (1 - ux) * uy + by * (1 - uy) * ux) / k,
+        (dx * (1 - ux) * uy + dy * (1 - uy) * ux) / k,
+        (2 - ux - uy) * ux * uy / k,
+        (ax * (1 - ux) + ay * (1 - uy)) / (2 - ux - uy),
+    )
 
 
 # --- hand-computed cases ----------------------------------------------------
+
 
 def test_golden_vector_cumulative_fusion():
     # docs/method.md §4 (reference Java implementation): evidence per unit W is b/u, d/u:
@@ -104,8 +109,9 @@ def test_golden_vector_cumulative_fusion():
     ops = Opinion(np.array([0.1, 0.4, 0.7]), np.array([0.3, 0.2, 0.1]), np.array([0.6, 0.4, 0.2]), 0.5)
     fused = fuse(ops)
     assert (round(fused.b, 3), round(fused.d, 3), round(fused.u, 3)) == (0.651, 0.209, 0.140)
-    chained = cumulative_fusion(cumulative_fusion(Opinion(0.1, 0.3, 0.6), Opinion(0.4, 0.2, 0.4)),
-                                Opinion(0.7, 0.1, 0.2))
+    chained = cumulative_fusion(
+        cumulative_fusion(Opinion(0.1, 0.3, 0.6), Opinion(0.4, 0.2, 0.4)), Opinion(0.7, 0.1, 0.2)
+    )
     assert (round(chained.b, 3), round(chained.d, 3), round(chained.u, 3)) == (0.651, 0.209, 0.140)
 
 
@@ -154,8 +160,12 @@ def test_dogmatic_and_vacuous_cases():
     assert_same(cumulative_fusion(dog1, soft), dog1)
     assert_same(averaging_fusion(dog1, soft)[:3], dog1[:3])
     # many opinions, two of them dogmatic: their plain average
-    many = Opinion(np.array([1.0, 0.3, 0.0, 0.1]), np.array([0.0, 0.3, 1.0, 0.1]),
-                   np.array([0.0, 0.4, 0.0, 0.8]), np.array([0.2, 0.9, 0.6, 0.1]))
+    many = Opinion(
+        np.array([1.0, 0.3, 0.0, 0.1]),
+        np.array([0.0, 0.3, 1.0, 0.1]),
+        np.array([0.0, 0.4, 0.0, 0.8]),
+        np.array([0.2, 0.9, 0.6, 0.1]),
+    )
     assert_same(fuse(many), (0.5, 0.5, 0.0, 0.4))
     assert_same(fuse(many, method="averaging")[:3], (0.5, 0.5, 0.0))
     # only vacuous opinions: vacuous, with the mean base rate
@@ -172,8 +182,7 @@ def test_fuse_is_vectorised_over_other_axes():
         fused = fuse(ops, axis=1, method=method)
         assert np.shape(fused.b) == (4,)
         for i in range(4):  # row by row through the scalar pairwise operator
-            pair = {"cumulative": cumulative_fusion, "averaging": averaging_fusion,
-                    "weighted": weighted_fusion}[method]
+            pair = {"cumulative": cumulative_fusion, "averaging": averaging_fusion, "weighted": weighted_fusion}[method]
             if method != "cumulative":  # averaging/weighted are not associative: compare to fuse of the row
                 row = fuse(Opinion(*(f[i] for f in ops)), method=method)
             else:
@@ -198,6 +207,7 @@ def test_invalid_arguments():
 
 # --- properties ---------------------------------------------------------------
 
+
 @SETTINGS
 @given(opinions(), opinions(), st.sampled_from(["cumulative", "averaging", "weighted"]))
 def test_fusion_result_is_an_opinion_never_nan(x, y, method):
@@ -213,8 +223,11 @@ def exact(op):
 def test_pairwise_operators_match_josang_formulas(x, y):
     # The formulas are evaluated in exact rational arithmetic: in floats they cancel
     # catastrophically for nearly vacuous pairs (u_x + u_y − 2 u_x u_y ≈ 0).
-    for ours, josang in ((cumulative_fusion, josang_cumulative), (averaging_fusion, josang_averaging),
-                         (weighted_fusion, josang_weighted)):
+    for ours, josang in (
+        (cumulative_fusion, josang_cumulative),
+        (averaging_fusion, josang_averaging),
+        (weighted_fusion, josang_weighted),
+    ):
         assert_same(ours(x, y), tuple(float(f) for f in josang(exact(x), exact(y))))
 
 

@@ -11,12 +11,13 @@ import sys
 
 import pandas as pd
 import pytest
-
 from conftest import REPO, SHARED
 
 MNIST = SHARED / "datasets" / "mnist"
 CIFAR = SHARED / "datasets" / "cifar10-jpeg"
-needs_mnist = pytest.mark.skipif(not (MNIST / "train-images-idx3-ubyte.gz").exists(), reason=f"no real MNIST in {MNIST}")
+needs_mnist = pytest.mark.skipif(
+    not (MNIST / "train-images-idx3-ubyte.gz").exists(), reason=f"no real MNIST in {MNIST}"
+)
 needs_cifar = pytest.mark.skipif(not (CIFAR / "cifar10-jpg.tar.gz").exists(), reason=f"no real CIFAR-10 in {CIFAR}")
 
 
@@ -44,8 +45,11 @@ def test_readme_air_gapped_recipe_on_the_real_mnist(tmp_path):
     for line in staging:
         run_shell(line.replace("/path/to/", f"{shlex.quote(str(MNIST))}/"), tmp_path)
     originals = {p.name: p.read_bytes() for p in MNIST.glob("*.gz")}
-    run = run.replace(".venv/bin/snakemake", f"{shlex.quote(sys.executable)} -m snakemake --snakefile "
-                      f"{shlex.quote(str(REPO / 'Snakefile'))} --configfile {shlex.quote(str(REPO / 'config.yaml'))}")
+    run = run.replace(
+        ".venv/bin/snakemake",
+        f"{shlex.quote(sys.executable)} -m snakemake --snakefile "
+        f"{shlex.quote(str(REPO / 'Snakefile'))} --configfile {shlex.quote(str(REPO / 'config.yaml'))}",
+    )
     run_shell(run + " 'datasets=[mnist]' epochs=2 device=cpu", tmp_path)
 
     for name, data in originals.items():  # the staged archives are still there, byte for byte
@@ -73,9 +77,25 @@ def test_readme_air_gapped_recipe_on_the_real_mnist(tmp_path):
 def test_real_cifar10_trains_well_above_chance(tmp_path):
     """CIFAR-10 rebuilt from the shared JPEGs (build_batches.py), unchecked, two epochs."""
     run_shell(f"{shlex.quote(sys.executable)} {shlex.quote(str(CIFAR / 'build_batches.py'))} data", tmp_path)
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile",
-           str(REPO / "config.yaml"), "--cores", "2", "--config", "datasets=[cifar10]", "epochs=2", "download=false",
-           "verify_checksums={cifar10: false}", "device=cpu", "--", "results/cifar10/seed0/scores.csv"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(REPO / "config.yaml"),
+        "--cores",
+        "2",
+        "--config",
+        "datasets=[cifar10]",
+        "epochs=2",
+        "download=false",
+        "verify_checksums={cifar10: false}",
+        "device=cpu",
+        "--",
+        "results/cifar10/seed0/scores.csv",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = pd.read_csv(tmp_path / "results" / "cifar10" / "seed0" / "scores.csv")

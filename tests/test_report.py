@@ -1,11 +1,13 @@
 """A finished tiny run yields every figure, the reproduction verdict and the HTML report."""
 
+import re
+
 import pandas as pd
 import pytest
+from workflow_utils import make_workdir, snakemake
 
 from trustcal.reporting.figures import FIGURES
 from trustcal.reporting.verdict import CLAIMS, NOT_COMPARABLE
-from workflow_utils import make_workdir, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -38,8 +40,11 @@ def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
     for name in FIGURES:
         assert f"{name}.png" in html, name
     assert "reproduction.html" in html and "reproduction.csv" in html
-    for category in ("MNIST", "CIFAR-10", "Reproduction verdict", "Paper figures", "Chosen epochs"):
+    stages = {spec.stage for spec in FIGURES.values()}  # the report sections of the registry
+    for category in ("MNIST", "CIFAR-10", "Reproduction verdict", *stages):
         assert category in html, category
+    # the calibration caption, rendered with the run's config (calibration: fit_on: validation)
+    assert "fitted on the validation set (" in re.sub(r"(\\n|\s)+", " ", html)
 
 
 def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished, tmp_path):

@@ -11,29 +11,21 @@ import time
 import numpy as np
 import pytest
 import torch
+from training_utils import EPS32, LAMBDA, splits, train
 
 from trustcal.errors import TrustcalError
+from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device
 from trustcal.training.models import build_model, count_parameters
-from trustcal.data.synthetic import class_images
-from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device, train
-
-
-def splits(dataset, n_train=256, n_val=64, n_test=64):
-    shape = (1, 28, 28) if dataset == "mnist" else (3, 32, 32)
-    x, y = class_images(n_train + n_val, shape, seed=0)
-    xt, yt = class_images(n_test, shape, seed=1)
-    return dict(x_train=x[:n_train], y_train=y[:n_train], x_val=x[n_train:], y_val=y[n_train:], x_test=xt, y_test=yt)
-
-
-EPS32 = float(np.finfo(np.float32).eps)
-LAMBDA = 7.8  # a sum's rounding error exceeds λ·√K·ε of its size with probability < 1e-13 (tests/test_engine.py, 1.)
 
 
 def forward_error_bound(dataset: str, logits: np.ndarray) -> float:
     """How far two float32 forward passes of one model may differ (summation order only):
     λ·ε·Σ_layers √(fan-in + 1) times the largest logit (tests/test_engine.py, 2.)."""
-    fan_ins = [m.in_features if isinstance(m, torch.nn.Linear) else m.in_channels * math.prod(m.kernel_size)
-               for m in build_model(dataset).modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+    fan_ins = [
+        m.in_features if isinstance(m, torch.nn.Linear) else m.in_channels * math.prod(m.kernel_size)
+        for m in build_model(dataset).modules()
+        if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))
+    ]
     return LAMBDA * EPS32 * sum(math.sqrt(k + 1) for k in fan_ins) * float(np.abs(logits).max())
 
 
@@ -166,7 +158,9 @@ def test_validation_logits_are_those_training_computed(tmp_path, monkeypatch, se
         assert len(calls) == 1  # the test set only
         calls.clear()
         state = load_checkpoint(ckpt)
-        val_nll = torch.nn.functional.cross_entropy(torch.from_numpy(logits["val_logits"]), torch.from_numpy(data["y_val"]))
+        val_nll = torch.nn.functional.cross_entropy(
+            torch.from_numpy(logits["val_logits"]), torch.from_numpy(data["y_val"])
+        )
         # the same logits; the mean of n float32 log-probabilities in another order: λ·(√n + √K)·ε
         n, k = logits["val_logits"].shape
         assert val_nll.item() == pytest.approx(state["history"][-1]["val_loss"], rel=LAMBDA * (n**0.5 + k**0.5) * EPS32)
@@ -194,9 +188,9 @@ def test_truncated_checkpoint_is_reported_with_the_fix(tmp_path):
 KILL_SCRIPT = """
 import sys, numpy as np, logging
 logging.basicConfig(level=logging.INFO)
-from trustcal.training.loop import TrainConfig, train
+from trustcal.training.loop import TrainConfig, train_seeds
 d = dict(np.load(sys.argv[1]))
-train(TrainConfig("mnist", seed=1, epochs=int(sys.argv[3])), d, sys.argv[2])
+train_seeds([TrainConfig("mnist", seed=1, epochs=int(sys.argv[3]))], d, [sys.argv[2]])
 """
 
 

@@ -86,7 +86,8 @@ def test_evidence_sum_equals_pairwise_cumulative_fusion():
         row = table[table["label"] == str(c)].iloc[0]
         np.testing.assert_allclose(
             [fused.belief, fused.disbelief, fused.uncertainty],
-            [row.belief, row.disbelief, row.uncertainty], rtol=1e-12,
+            [row.belief, row.disbelief, row.uncertainty],
+            rtol=1e-12,
         )
 
 
@@ -104,7 +105,11 @@ def test_opinions_are_valid_for_every_fusion(fusion):
     table = trust_opinions(probs, labels, TrustParams(cluster_fusion=fusion, class_fusion=fusion))
     total = table[["belief", "disbelief", "uncertainty"]].sum(axis=1)
     np.testing.assert_allclose(total, 1.0)
-    assert ((table[["belief", "disbelief", "uncertainty"]] >= 0) & (table[["belief", "disbelief", "uncertainty"]] <= 1)).all().all()
+    assert (
+        ((table[["belief", "disbelief", "uncertainty"]] >= 0) & (table[["belief", "disbelief", "uncertainty"]] <= 1))
+        .all()
+        .all()
+    )
     assert list(table["label"]) == [str(c) for c in range(10)] + ["network"]
 
 

@@ -2,15 +2,15 @@
 
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import SHARED
-from trustcal.reporting import verdict
+
+from trustcal.errors import TrustcalError
 from trustcal.files import write_csv
+from trustcal.reporting import verdict
 from trustcal.reporting.verdict import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED
 
 EPOCHS = 40
@@ -31,11 +31,32 @@ def trust_table(epochs=EPOCHS, b_before=0.6, d_before=0.39, b_after=0.6, d_after
             b, d = _value(b, epoch), _value(d, epoch)
             for z in range(labels):
                 shift = spread * (z - 4.5)
-                rows.append(dict(epoch=epoch, calibrated=calibrated, label=str(z), belief=b + shift,
-                                 disbelief=d - shift, uncertainty=1 - b - d, base_rate=0.5,
-                                 positive_evidence=1.0, negative_evidence=1.0))
-            rows.append(dict(epoch=epoch, calibrated=calibrated, label="network", belief=b, disbelief=d,
-                             uncertainty=1 - b - d, base_rate=0.5, positive_evidence=1.0, negative_evidence=1.0))
+                rows.append(
+                    dict(
+                        epoch=epoch,
+                        calibrated=calibrated,
+                        label=str(z),
+                        belief=b + shift,
+                        disbelief=d - shift,
+                        uncertainty=1 - b - d,
+                        base_rate=0.5,
+                        positive_evidence=1.0,
+                        negative_evidence=1.0,
+                    )
+                )
+            rows.append(
+                dict(
+                    epoch=epoch,
+                    calibrated=calibrated,
+                    label="network",
+                    belief=b,
+                    disbelief=d,
+                    uncertainty=1 - b - d,
+                    base_rate=0.5,
+                    positive_evidence=1.0,
+                    negative_evidence=1.0,
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -44,13 +65,15 @@ def history_table(epochs=EPOCHS, val=None, train=None):
     e = pd.Series(range(1, epochs + 1))
     val = val or (lambda x: 0.8 + 0.02 * abs(x - 10))
     train = train or (lambda x: 1.5 / x)
-    return pd.DataFrame(dict(epoch=e, train_loss=e.map(train), train_accuracy=0.9, val_loss=e.map(val),
-                             val_accuracy=0.8, seconds=1.0))
+    return pd.DataFrame(
+        dict(epoch=e, train_loss=e.map(train), train_accuracy=0.9, val_loss=e.map(val), val_accuracy=0.8, seconds=1.0)
+    )
 
 
 def make_run(trust=None, history=None, replicates=None):
-    return verdict.run_from_tables(trust if trust is not None else trust_table(),
-                                   history if history is not None else history_table(), replicates)
+    return verdict.run_from_tables(
+        trust if trust is not None else trust_table(), history if history is not None else history_table(), replicates
+    )
 
 
 def runs_of(dataset, seeds=(0,), **kw):
@@ -105,26 +128,38 @@ CASES = {
     "cifar10_trust_peak_after": ("cifar10", dict(b_after=peak_at(5, 0.82, 0.6), d_after=0.17), dict()),
     "cifar10_trust_before_late": ("cifar10", dict(b_before=late(0.7, 0.47), d_before=0.5), dict()),
     "cifar10_trust_before_late_constant": ("cifar10", dict(), FALLING),
-    "cifar10_trust_after_late": ("cifar10", dict(b_after=late(0.8, 0.68), d_after=0.31),
-                                 dict(b_after=0.55, d_after=0.44)),
+    "cifar10_trust_after_late": (
+        "cifar10",
+        dict(b_after=late(0.8, 0.68), d_after=0.31),
+        dict(b_after=0.55, d_after=0.44),
+    ),
     "cifar10_trust_after_late_constant": ("cifar10", dict(), FALLING_AFTER),
     "cifar10_disbelief_start_before": ("cifar10", dict(), dict(b_before=0.79, d_before=0.2)),
     "cifar10_disbelief_start_after": ("cifar10", dict(), dict(b_after=0.79, d_after=0.2)),
     "cifar10_disbelief_rises_before": ("cifar10", dict(b_before=0.42, d_before=late(0.4, 0.56)), dict()),
     "cifar10_disbelief_before_late": ("cifar10", dict(b_before=0.42, d_before=late(0.4, 0.56)), dict()),
     "cifar10_disbelief_before_late_constant": ("cifar10", dict(), FALLING),
-    "cifar10_disbelief_after_late": ("cifar10", dict(b_after=0.58, d_after=late(0.3, 0.41)),
-                                     dict(b_after=0.75, d_after=0.24)),
+    "cifar10_disbelief_after_late": (
+        "cifar10",
+        dict(b_after=0.58, d_after=late(0.3, 0.41)),
+        dict(b_after=0.75, d_after=0.24),
+    ),
     "cifar10_disbelief_after_late_constant": ("cifar10", dict(), FALLING_AFTER),
     "cifar10_uncertainty_rises_before": ("cifar10", dict(b_before=late(0.6, 0.5)), dict()),
     "cifar10_trust_after_above_before": ("cifar10", dict(b_after=0.65, d_after=0.34), dict()),
     "cifar10_disbelief_after_below_before": ("cifar10", dict(b_after=0.7, d_after=0.29), dict()),
     "cifar10_uncertainty_after_below_before": ("cifar10", dict(b_before=0.5), dict()),
     "cifar10_trust_steadier_after": ("cifar10", FALLING, dict()),
-    "cifar10_overfitting_onset": ("cifar10", dict(history=history_table()),
-                                  dict(history=history_table(val=lambda e: 0.8 + 0.02 * abs(e - 30)))),
-    "cifar10_decline_with_overfitting": ("cifar10", dict(b_before=lambda e: 0.7 - 0.01 * abs(e - 10)),
-                                         dict(b_before=lambda e: 0.7 - 0.01 * abs(e - 35))),
+    "cifar10_overfitting_onset": (
+        "cifar10",
+        dict(history=history_table()),
+        dict(history=history_table(val=lambda e: 0.8 + 0.02 * abs(e - 30))),
+    ),
+    "cifar10_decline_with_overfitting": (
+        "cifar10",
+        dict(b_before=lambda e: 0.7 - 0.01 * abs(e - 10)),
+        dict(b_before=lambda e: 0.7 - 0.01 * abs(e - 35)),
+    ),
 }
 HISTORY_KEYS = ("history",)
 
@@ -169,8 +204,10 @@ def replicates_around(trust, shifts):
     """Bootstrap arrays (as trust_bootstrap.npz holds them) whose belief is the table's plus one shift per resample."""
     run = make_run(trust)
     base = {c: run.opinions[c][0] for c in verdict.COMPONENTS}  # epochs × state × labels
-    reps = {c: np.stack([base[c] + (shift if c == "belief" else 0.0) for shift in shifts], axis=2)
-            for c in verdict.COMPONENTS}  # epochs × state × B × labels
+    reps = {
+        c: np.stack([base[c] + (shift if c == "belief" else 0.0) for shift in shifts], axis=2)
+        for c in verdict.COMPONENTS
+    }  # epochs × state × B × labels
     return dict(epochs=run.epochs, **reps)
 
 
@@ -230,7 +267,10 @@ def test_flagged_state_leaves_the_other_state_of_that_epoch():
     assert constant["without_flagged"] == pytest.approx(0.0)
     steadier = table.loc["cifar10_trust_steadier_after"]  # needs the before-calibration curve: gone
     assert steadier["verdict_without_flagged"] == NOT_COMPARABLE
-    assert verdict.describe_flagged(flagged[:2] + [(1, True)]) == "before calibration: epochs 1, 2; after calibration: epoch 1"
+    assert (
+        verdict.describe_flagged(flagged[:2] + [(1, True)])
+        == "before calibration: epochs 1, 2; after calibration: epoch 1"
+    )
 
 
 def test_onset_needs_a_rise_after_the_minimum_in_every_seed():
@@ -257,11 +297,15 @@ def test_dataset_missing_from_the_run_is_not_comparable():
 
 
 def test_too_few_epochs_is_not_comparable_but_still_measured():
-    row = verdict_of("mnist_trust_after_constant", "mnist", trust=trust_table(epochs=3), history=history_table(epochs=3))
+    row = verdict_of(
+        "mnist_trust_after_constant", "mnist", trust=trust_table(epochs=3), history=history_table(epochs=3)
+    )
     assert row["verdict"] == NOT_COMPARABLE
     assert "needs ≥ 10 epochs; this run has 3" in row["reason"]
     assert row["measured_mean"] == pytest.approx(0.0)
-    row = verdict_of("cifar10_trust_before_late", "cifar10", trust=trust_table(epochs=19), history=history_table(epochs=19))
+    row = verdict_of(
+        "cifar10_trust_before_late", "cifar10", trust=trust_table(epochs=19), history=history_table(epochs=19)
+    )
     assert row["verdict"] == NOT_COMPARABLE and "needs ≥ 20 epochs" in row["reason"]
 
 
@@ -300,7 +344,8 @@ def test_invariance_of_positive_evidence_is_measured():
 def test_settings_that_differ_from_the_paper_are_flagged():
     notes = verdict.settings_notes(
         {"epochs": 30, "clusters": 20, "trust": {"representative": "mean"}, "calibration": {"fit_on": "test"}},
-        ["mnist"])
+        ["mnist"],
+    )
     text = "; ".join(notes)
     assert "`epochs` is 30 here, 100 in the paper" in text
     assert "`clusters` is 20 here, 10 in the paper" in text
@@ -342,7 +387,7 @@ def test_verdict_stage_writes_markdown_csv_and_html_from_run_files(tmp_path):
 
 def test_paths_must_name_dataset_and_seed(tmp_path):
     write_csv(trust_table(epochs=2), tmp_path / "trust.csv")
-    with pytest.raises(verdict.TrustcalError, match="seed"):
+    with pytest.raises(TrustcalError, match="seed"):
         verdict.load_runs([tmp_path / "trust.csv"], [tmp_path / "trust.csv"])
 
 

@@ -5,7 +5,6 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-
 from workflow_utils import make_workdir, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
@@ -15,26 +14,19 @@ CONTRACT = {
     "history.csv": ["epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"],
     "calibration.csv": ["epoch", "temperature", "val_nll_before", "val_nll_after", "converged"],
     "trust.csv": [
-        "epoch", "calibrated", "label", "belief", "disbelief", "uncertainty",
-        "base_rate", "positive_evidence", "negative_evidence",
+        "epoch",
+        "calibrated",
+        "label",
+        "belief",
+        "disbelief",
+        "uncertainty",
+        "base_rate",
+        "positive_evidence",
+        "negative_evidence",
     ],
     "scores.csv": ["epoch", "calibrated", "split", "accuracy", "nll", "ece"],
 }
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """A finished tiny run (3 epochs, both datasets), shared read-only by the tests below."""
-    workdir = make_workdir(tmp_path_factory.mktemp("run") / "work")
-    snakemake(workdir)
-    return workdir
-
-
-@pytest.fixture
-def copy_of(finished, tmp_path):
-    dst = tmp_path / "work"
-    shutil.copytree(finished, dst, symlinks=True)
-    return dst
+# finished: the tiny run shared by the session, read-only; copy_of: a copy to change (tests/conftest.py)
 
 
 @pytest.mark.parametrize("dataset", DATASETS)

@@ -9,31 +9,34 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-TINY_CONFIG = {
-    "datasets": ["mnist", "cifar10"],
-    "data_dir": "data",
-    "download": False,
-    "verify_checksums": False,
-    "epochs": 3,
-    "seeds": [0],
-    "device": "cpu",
-}
+TINY_YAML = Path(__file__).with_name("tiny.yaml")  # also runnable by hand: see its header
+TINY_CONFIG = yaml.safe_load(TINY_YAML.read_text())
 
 
 def make_workdir(path: Path, n_train=240, n_test=80, **config) -> Path:
+    """A working directory with the synthetic data and tiny.yaml (tests/tiny.yaml with `config` on top)."""
     from trustcal.data.synthetic import write_cifar10, write_mnist
 
+    config = {**TINY_CONFIG, **config}
     path.mkdir(parents=True, exist_ok=True)
-    write_mnist(path / "data", n_train=n_train, n_test=n_test)
-    write_cifar10(path / "data", n_train=n_train, n_test=n_test)
-    (path / "tiny.yaml").write_text(yaml.safe_dump({**TINY_CONFIG, **config}))
+    write_mnist(path / config["data_dir"], n_train=n_train, n_test=n_test)
+    write_cifar10(path / config["data_dir"], n_train=n_train, n_test=n_test)
+    (path / "tiny.yaml").write_text(yaml.safe_dump(config))
     return path
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
     cmd = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--configfile", "tiny.yaml", "--cores", "2", *args,
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        "tiny.yaml",
+        "--cores",
+        "2",
+        *args,
     ]
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:

@@ -104,33 +104,45 @@ def gpus():
     return 1 if config["device"].startswith("cuda") else 0
 
 
-# Figures drawn per dataset (workflow/rules/figures.smk; trustcal.reporting.figures.FIGURES).
-FIGURE_NAMES = [
-    "trust_grid",
-    "loss_curves",
-    "network_opinion",
-    "opinion_triangle",
-    "cluster_sweep",
-    "calibration_metrics",
-    "geometric_metrics",
-    "reliability",
-    "trust_spectrum",
-    "trust_density",
-]
+# Figures drawn per dataset, each declared once in the registry (its tables, rule,
+# report section, caption and parameters); workflow/rules/figures.smk reads it
+# through the helpers below.
+from trustcal.reporting.figures.registry import FIGURES
+
+FIGURE_NAMES = list(FIGURES)
 REPORT_DATASETS = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
 
 
-def figure_outputs(name, stage):
-    """Output pair [png, pdf] of one figure; the PNG goes into the report under dataset › stage."""
-    prefix = f"results/figures/{{dataset}}/{name}"
-    png = report(
-        f"{prefix}.png",
-        caption=f"../report/{name}.rst",  # relative to workflow/rules/
-        category=lambda w: REPORT_DATASETS.get(w.dataset, w.dataset),
-        subcategory=stage,
-        labels={"figure": name.replace("_", " "), "dataset": "{dataset}"},
-    )
-    return [png, f"{prefix}.pdf"]
+def job_figures(job):
+    """The registry's figures drawn by rule `job`."""
+    return [f for f in FIGURES.values() if f.job == job]
+
+
+def figure_inputs(job):
+    """Table name → its file of every seed (input functions), for each table `job`'s figures read."""
+    tables = dict.fromkeys(t for f in job_figures(job) for t in f.tables)
+    return {t: seed_files(f"{t}.csv") for t in tables}
+
+
+def figure_outputs(job):
+    """Figure name → [png, pdf] for each figure of `job`; the PNG goes into the report under dataset › stage."""
+    outputs = {}
+    for f in job_figures(job):
+        prefix = f"results/figures/{{dataset}}/{f.name}"
+        png = report(
+            f"{prefix}.png",
+            caption=f"../report/{f.caption}",  # relative to workflow/rules/
+            category=lambda w: REPORT_DATASETS.get(w.dataset, w.dataset),
+            subcategory=f.stage,
+            labels={"figure": f.name.replace("_", " "), "dataset": "{dataset}"},
+        )
+        outputs[f.name] = [png, f"{prefix}.pdf"]
+    return outputs
+
+
+def figure_params(job):
+    """The config values `job`'s figures read (a change reruns that job only)."""
+    return {key: config[key] for f in job_figures(job) for key in f.params}
 
 
 def seed_files(name):
@@ -151,7 +163,7 @@ EXTERNAL = config["external"]
 
 def external_files(name):
     """The files an external set reads: its predictions, and its labels/validation/history files."""
-    from trustcal.predictions.external import ReadOptions, discover, history_beside
+    from trustcal.predictions import ReadOptions, discover, history_beside
     from trustcal.errors import TrustcalError
 
     entry = EXTERNAL[name]

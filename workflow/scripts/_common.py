@@ -14,7 +14,7 @@ WORKFLOW_DIR = Path(__file__).resolve().parents[1]
 if str(WORKFLOW_DIR) not in sys.path:
     sys.path.insert(0, str(WORKFLOW_DIR))
 
-from trustcal.errors import TrustcalError
+from trustcal.errors import TrustcalError  # noqa: E402 (after the path above)
 
 
 class _AboveProgressBars(logging.StreamHandler):

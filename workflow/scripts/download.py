@@ -5,8 +5,10 @@ def main(sm):
     from trustcal.data.staging import download, write_manifest
 
     verified = download(
-        sm.wildcards.dataset, sm.params.data_dir,
-        verify_checksums=sm.params.verify_checksums, allow_download=sm.params.download,
+        sm.wildcards.dataset,
+        sm.params.data_dir,
+        verify_checksums=sm.params.verify_checksums,
+        allow_download=sm.params.download,
     )
     write_manifest(verified, sm.output.manifest)
 

@@ -6,17 +6,23 @@ def main(sm):
     from pathlib import Path
 
     from trustcal.assessment import assess_to_dir
-    from trustcal.predictions.external import ReadOptions
-    from trustcal.reporting.tables import MetricParams, SweepParams
     from trustcal.measures.trust import TrustParams
+    from trustcal.predictions import ReadOptions
+    from trustcal.reporting.tables import MetricParams, SweepParams
 
     opts = dict(sm.params.options)
     source, history, title = opts.pop("path"), opts.pop("history", None), opts.pop("title", sm.wildcards.name)
     result = assess_to_dir(
-        [source], Path(sm.output.summary).parent, ReadOptions(**opts), TrustParams(**sm.params.trust),
+        [source],
+        Path(sm.output.summary).parent,
+        ReadOptions(**opts),
+        TrustParams(**sm.params.trust),
         MetricParams(**{**sm.params.metrics, "ece_bins": tuple(sm.params.metrics["ece_bins"])}),
         SweepParams(clusters=tuple(sm.params.sweep["clusters"]), epochs=tuple(sm.params.sweep["epochs"])),
-        t_min=sm.params.calibration["t_min"], t_max=sm.params.calibration["t_max"], history=history, title=title,
+        t_min=sm.params.calibration["t_min"],
+        t_max=sm.params.calibration["t_max"],
+        history=history,
+        title=title,
     )
     for w in result.warnings:
         logging.warning("[%s] %s", w.code, w)

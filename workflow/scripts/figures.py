@@ -4,9 +4,11 @@ from _common import run
 def main(sm):
     from trustcal.reporting.figures import render_figures
 
-    render_figures(
-        sm.wildcards.dataset, dict(sm.input.items()), dict(sm.output.items()),
-        clusters=getattr(sm.params, "clusters", None),
+    render_figures(  # the params are the config values the figures read (figure_params in common.smk)
+        sm.wildcards.dataset,
+        dict(sm.input.items()),
+        dict(sm.output.items()),
+        **dict(sm.params.items()),
     )
 
 

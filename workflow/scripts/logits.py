@@ -4,8 +4,8 @@ from _common import run
 def main(sm):
     import torch
 
-    from trustcal.training.engine import keep_freed_memory_in_process
     from trustcal.stages import logits_stage
+    from trustcal.training.engine import keep_freed_memory_in_process
 
     keep_freed_memory_in_process()
 

@@ -2,11 +2,14 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.data.staging import prepare
+    from trustcal.data.splits import prepare
 
     prepare(
-        sm.wildcards.dataset, sm.params.data_dir, sm.output.splits,
-        validation_split=sm.params.validation_split, verify_checksums=sm.params.verify_checksums,
+        sm.wildcards.dataset,
+        sm.params.data_dir,
+        sm.output.splits,
+        validation_split=sm.params.validation_split,
+        verify_checksums=sm.params.verify_checksums,
     )
 
 

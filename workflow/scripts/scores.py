@@ -2,8 +2,8 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.stages import scores_stage
     from trustcal.reporting.tables import MetricParams
+    from trustcal.stages import scores_stage
 
     params = MetricParams(**{**sm.params.metrics, "ece_bins": tuple(sm.params.metrics["ece_bins"])})
     scores_stage(sm.input.logits, sm.input.calibration, dict(sm.output.items()), params)

@@ -14,8 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow"))
 
-from trustcal.errors import TrustcalError
-from trustcal.study import write_study
+from trustcal.errors import TrustcalError  # noqa: E402 (after the path above)
+from trustcal.study import write_study  # noqa: E402
 
 COMMAND = ".venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml"
 
@@ -23,8 +23,12 @@ COMMAND = ".venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="the directory the study ran in")
-    parser.add_argument("--author-predictions", type=Path, default=REPO.parent / "shared" / "reference" / "author-predictions",
-                        help="the author's prediction files (default: %(default)s); 'none' to leave them out")
+    parser.add_argument(
+        "--author-predictions",
+        type=Path,
+        default=REPO.parent / "shared" / "reference" / "author-predictions",
+        help="the author's prediction files (default: %(default)s); 'none' to leave them out",
+    )
     parser.add_argument("--command", default=COMMAND, help="the command the run was started with (shown in the README)")
     parser.add_argument("--remark", default="", help="a sentence added to the run's description (e.g. what else ran)")
     args = parser.parse_args(argv)

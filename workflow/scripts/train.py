@@ -13,9 +13,14 @@ def main(sm):
 
     histories = sm.output.history
     train_stage(
-        sm.wildcards.dataset, sm.params.seeds, sm.params.train, sm.input.splits,
-        sm.params.checkpoint_dirs, [histories] if isinstance(histories, str) else list(histories),
-        threads=sm.threads, progress=sys.stderr.isatty(),
+        sm.wildcards.dataset,
+        sm.params.seeds,
+        sm.params.train,
+        sm.input.splits,
+        sm.params.checkpoint_dirs,
+        [histories] if isinstance(histories, str) else list(histories),
+        threads=sm.threads,
+        progress=sys.stderr.isatty(),
     )
 
 

@@ -2,9 +2,9 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.stages import trust_stage
-    from trustcal.reporting.tables import SweepParams
     from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.tables import SweepParams
+    from trustcal.stages import trust_stage
 
     sweep = SweepParams(clusters=tuple(sm.params.sweep["clusters"]), epochs=tuple(sm.params.sweep["epochs"]))
     trust_stage(sm.input.logits, sm.input.calibration, dict(sm.output.items()), TrustParams(**sm.params.trust), sweep)

@@ -3,11 +3,16 @@ from _common import run
 
 def main(sm):
     from trustcal.measures.bootstrap import BootstrapParams
-    from trustcal.stages import trust_bootstrap_stage
     from trustcal.measures.trust import TrustParams
+    from trustcal.stages import trust_bootstrap_stage
 
-    trust_bootstrap_stage(sm.input.logits, sm.input.calibration, sm.output.replicates,
-                          TrustParams(**sm.params.trust), BootstrapParams(**sm.params.bootstrap))
+    trust_bootstrap_stage(
+        sm.input.logits,
+        sm.input.calibration,
+        sm.output.replicates,
+        TrustParams(**sm.params.trust),
+        BootstrapParams(**sm.params.bootstrap),
+    )
 
 
 run(snakemake, main)  # noqa: F821

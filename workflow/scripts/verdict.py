@@ -5,8 +5,13 @@ def main(sm):
     from trustcal.reporting.verdict import verdict_stage
 
     verdict_stage(
-        sm.input.trust, sm.input.history, sm.output.markdown, sm.output.table, dict(sm.params.settings),
-        out_html=sm.output.html, bootstrap_paths=sm.input.bootstrap,
+        sm.input.trust,
+        sm.input.history,
+        sm.output.markdown,
+        sm.output.table,
+        dict(sm.params.settings),
+        out_html=sm.output.html,
+        bootstrap_paths=sm.input.bootstrap,
     )
 
 

@@ -10,16 +10,30 @@ In a notebook or a script::
 
 ``pip install trustcal`` is enough for that, for ``trustcal assess`` and the
 metrics: ``import trustcal`` imports nothing heavy (the API is loaded on first
-use), and nothing of it needs torch or snakemake. Modules that need torch
-(``models``, ``train``, ``engine``, ``data``: the ``train`` extra) or the
-workflow's packages (``config``: the ``workflow`` extra) import them themselves.
+use), and nothing of it needs torch or snakemake. The subpackages that need
+torch (``training`` but its ``history`` module, ``data``: the ``train`` extra) or
+the workflow's packages (``config``: the ``workflow`` extra) import them themselves.
+
+The package, by stage; a module imports only from its own stage or the stages
+above it in this list (tests/test_layout.py checks it; docs/layout.md draws it)::
+
+    errors, files, config       the user-facing error, atomic files, the results paths
+    measures                    metrics, opinions, trust, bootstrap
+    calibration                 temperature scaling (calibrators)
+    data                        download, staging, splits, synthetic data
+    training                    models, engine, the resumable loop, history.csv
+    predictions                 reading others' prediction files
+    reporting                   tables, figures, the verdict
+    stages, assessment          the workflow's stages; assessing prediction files
+    study, api                  the study report; the Python API
+    cli                         the command line
 """
 
 __version__ = "0.1.0"
 
 __all__ = ["assess", "AssessmentResult", "AssessmentWarning", "TrustcalError", "__version__"]
 
-_LAZY = {"assess": "api", "AssessmentResult": "api", "AssessmentWarning": "api", "TrustcalError": "io"}
+_LAZY = {"assess": "api", "AssessmentResult": "api", "AssessmentWarning": "api", "TrustcalError": "errors"}
 
 
 def __getattr__(name: str):

@@ -2,7 +2,7 @@
 
 The same assessment as ``trustcal assess`` (:mod:`trustcal.assessment`), on
 arrays instead of files: the same checks (each problem a
-:class:`~trustcal.predictions.external.PredictionError`, a :class:`~trustcal.files.TrustcalError`,
+:class:`~trustcal.predictions.PredictionError`, a :class:`~trustcal.files.TrustcalError`,
 whose message names the argument and the fix), the same tidy tables and the
 same figures. The arrays are one epoch of one model: epoch 0, as a single
 prediction file without a number in its name is for ``trustcal assess``.
@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from trustcal.predictions.external import (
-    ColumnError,
+from trustcal.calibration import T_MAX, T_MIN
+from trustcal.measures.trust import TrustParams
+from trustcal.predictions import (
     CellError,
+    ColumnError,
     InputWarning,
     LabelError,
     LengthMismatch,
@@ -46,7 +48,6 @@ from trustcal.predictions.external import (
     suspicious,
 )
 from trustcal.reporting.tables import MetricParams, SweepParams
-from trustcal.measures.trust import TrustParams
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
     from matplotlib.figure import Figure
@@ -94,7 +95,7 @@ class AssessmentResult:
     classes: int
     samples: int
     temperature: float | None  # fitted on the validation data, else None
-    assessment: "Assessment" = field(repr=False)
+    assessment: Assessment = field(repr=False)
 
     # ----- tables
 
@@ -118,8 +119,9 @@ class AssessmentResult:
         trust = self.trust
         rows = trust[(trust["label"].astype(str) == "network") & (trust["calibrated"] == calibrated)]
         if rows.empty:
-            raise PredictionError("no calibrated rows: pass validation=(val_probs_or_logits, val_labels) to fit "
-                                  "temperature scaling")
+            raise PredictionError(
+                "no calibrated rows: pass validation=(val_probs_or_logits, val_labels) to fit temperature scaling"
+            )
         return rows.iloc[-1][["belief", "disbelief", "uncertainty"]].astype(float)
 
     def summary_table(self) -> pd.DataFrame:
@@ -147,32 +149,37 @@ class AssessmentResult:
 
     # ----- figures
 
-    def figure(self, name: str, *, title: str = "", path: str | Path | None = None) -> "Figure":
+    def figure(self, name: str, *, title: str = "", path: str | Path | None = None) -> Figure:
         """Figure ``name`` of :data:`trustcal.reporting.figures.FIGURES` that one set of predictions allows:
         ``reliability``, ``trust_spectrum``, ``trust_density`` or ``cluster_sweep`` (the others show
         epochs; ``trustcal assess`` draws them for an epoch series). Saved to ``path`` too when given."""
-        from trustcal.reporting import figures
         from trustcal.assessment import SERIES_FIGURES, figure_tables
+        from trustcal.reporting import figures
 
         tables = figure_tables(self.assessment)
-        needs = figures.FIGURES.get(name, ((),))[0]
+        needs = figures.FIGURES[name].tables if name in figures.FIGURES else ()
         if name in SERIES_FIGURES or name not in figures.FIGURES or not all(t in tables for t in needs):
-            possible = [n for n, (ns, _) in figures.FIGURES.items()
-                        if n not in SERIES_FIGURES and all(t in tables for t in ns)]
-            raise PredictionError(f"figure {name!r} cannot be drawn from one set of predictions; these can: "
-                                  f"{', '.join(possible)}. Fix: pick one of them (the others show epochs: "
-                                  "trustcal assess draws them for an epoch series).")
+            possible = [
+                n
+                for n, spec in figures.FIGURES.items()
+                if n not in SERIES_FIGURES and all(t in tables for t in spec.tables)
+            ]
+            raise PredictionError(
+                f"figure {name!r} cannot be drawn from one set of predictions; these can: "
+                f"{', '.join(possible)}. Fix: pick one of them (the others show epochs: "
+                "trustcal assess draws them for an epoch series)."
+            )
         return figures.draw(name, tables, title, [path] if path else [], clusters=self.assessment.clusters)
 
-    def reliability_diagram(self, *, title: str = "", path: str | Path | None = None) -> "Figure":
+    def reliability_diagram(self, *, title: str = "", path: str | Path | None = None) -> Figure:
         """Top-label reliability diagram over the confidence histogram (before and after calibration)."""
         return self.figure("reliability", title=title, path=path)
 
-    def trust_spectrum(self, *, title: str = "", path: str | Path | None = None) -> "Figure":
+    def trust_spectrum(self, *, title: str = "", path: str | Path | None = None) -> Figure:
         """Trust spectrum T(z) per label (Wong et al.), before and after calibration."""
         return self.figure("trust_spectrum", title=title, path=path)
 
-    def trust_density(self, *, title: str = "", path: str | Path | None = None) -> "Figure":
+    def trust_density(self, *, title: str = "", path: str | Path | None = None) -> Figure:
         """Trust density per label (Wong et al. §2.2)."""
         return self.figure("trust_density", title=title, path=path)
 
@@ -200,20 +207,29 @@ def _as_array(x, name: str) -> np.ndarray:
     try:
         return np.asarray(x)
     except Exception as exc:
-        raise CellError(f"{name}: cannot be read as an array ({type(exc).__name__}: {exc}). "
-                        f"Fix: pass a numpy array (or a list of lists of numbers).") from None
+        raise CellError(
+            f"{name}: cannot be read as an array ({type(exc).__name__}: {exc}). "
+            f"Fix: pass a numpy array (or a list of lists of numbers)."
+        ) from None
 
 
 def _values(x, name: str) -> np.ndarray:
     arr = _as_array(x, name)
     if arr.dtype.kind not in "biuf":
-        raise CellError(f"{name}: holds {arr.dtype} values; expected numbers, an N×K array of probabilities or "
-                        "logits. Fix: pass e.g. model(x).softmax(-1) as a float array.")
+        raise CellError(
+            f"{name}: holds {arr.dtype} values; expected numbers, an N×K array of probabilities or "
+            "logits. Fix: pass e.g. model(x).softmax(-1) as a float array."
+        )
     if arr.ndim != 2 or arr.shape[1] < 2:
-        hint = (" For a binary classifier giving P(class 1) only, pass np.column_stack([1 - p, p])."
-                if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1) else "")
-        raise ColumnError(f"{name}: has shape {arr.shape}; expected N×K with K ≥ 2 (one row per sample, one column "
-                          f"per class). Fix: pass the full matrix of probabilities or logits.{hint}")
+        hint = (
+            " For a binary classifier giving P(class 1) only, pass np.column_stack([1 - p, p])."
+            if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1)
+            else ""
+        )
+        raise ColumnError(
+            f"{name}: has shape {arr.shape}; expected N×K with K ≥ 2 (one row per sample, one column "
+            f"per class). Fix: pass the full matrix of probabilities or logits.{hint}"
+        )
     if len(arr) == 0:
         raise ColumnError(f"{name}: has no rows; expected one row per sample. Fix: pass at least one prediction.")
     return arr.astype(np.float64)
@@ -229,23 +245,35 @@ def _labels(y, name: str, values: np.ndarray, values_name: str) -> np.ndarray:
         if np.all((onehot == 0) | (onehot == 1)) and np.all(onehot.sum(axis=1) == 1):
             arr = onehot.argmax(axis=1)
     if arr.dtype.kind not in "biuf":
-        raise LabelError(f"{name}: holds {arr.dtype} values; expected integer class indices 0 … {k - 1} (the "
-                         f"columns of {values_name}). Fix: map class names to indices, e.g. "
-                         "names, y = np.unique(labels, return_inverse=True).")
+        raise LabelError(
+            f"{name}: holds {arr.dtype} values; expected integer class indices 0 … {k - 1} (the "
+            f"columns of {values_name}). Fix: map class names to indices, e.g. "
+            "names, y = np.unique(labels, return_inverse=True)."
+        )
     if arr.ndim != 1:
-        raise ColumnError(f"{name}: has shape {arr.shape}; expected one integer class index per sample, shape "
-                          f"({n},) (or one-hot {n}×{k}). Fix: pass a 1-D integer array.")
+        raise ColumnError(
+            f"{name}: has shape {arr.shape}; expected one integer class index per sample, shape "
+            f"({n},) (or one-hot {n}×{k}). Fix: pass a 1-D integer array."
+        )
     if len(arr) != n:
-        raise LengthMismatch(f"{name}: {len(arr)} labels but {values_name} has {n} rows; expected one label per row. "
-                             "Fix: pass the labels of the same samples, in the same order.")
+        raise LengthMismatch(
+            f"{name}: {len(arr)} labels but {values_name} has {n} rows; expected one label per row. "
+            "Fix: pass the labels of the same samples, in the same order."
+        )
     return arr.astype(np.float64)
 
 
 def _table(values, labels, kind: str, names: tuple[str, str]) -> Table:
     v = _values(values, names[0])
-    table = Table(Path(names[0]), v, kind, _labels(labels, names[1], v, names[0]),
-                  lambda r, c=None: f"row {r}" + ("" if c is None else f", column {c}"),
-                  label_where=lambda r: f"element {r}", label_path=Path(names[1]))
+    table = Table(
+        Path(names[0]),
+        v,
+        kind,
+        _labels(labels, names[1], v, names[0]),
+        lambda r, c=None: f"row {r}" + ("" if c is None else f", column {c}"),
+        label_where=lambda r: f"element {r}",
+        label_path=Path(names[1]),
+    )
     return table
 
 
@@ -259,8 +287,8 @@ def assess(
     trust: TrustParams | None = None,
     metrics: MetricParams = MetricParams(),
     sweep: SweepParams | None = SweepParams(),
-    t_min: float = 0.01,
-    t_max: float = 100.0,
+    t_min: float = T_MIN,
+    t_max: float = T_MAX,
     sum_tolerance: float = ReadOptions().sum_tolerance,
     renormalize: bool = False,
 ) -> AssessmentResult:
@@ -301,7 +329,7 @@ def assess(
 
     Raises
     ------
-    trustcal.predictions.external.PredictionError
+    trustcal.predictions.PredictionError
         (a :class:`trustcal.files.TrustcalError`) for input that cannot be assessed: the message names
         the argument, the row or label, and the fix.
 
@@ -322,7 +350,9 @@ def assess(
             raise PredictionError(f"clusters={clusters!r}: expected a positive integer. Fix: pass e.g. clusters=10.")
         trust = TrustParams(clusters=int(clusters))
     if not t_min < t_max:
-        raise PredictionError(f"t_min={t_min} must be smaller than t_max={t_max}. Fix: e.g. t_min=0.01, t_max=100.")
+        raise PredictionError(
+            f"t_min={t_min} must be smaller than t_max={t_max}. Fix: e.g. t_min={T_MIN}, t_max={T_MAX}."
+        )
     opts = ReadOptions(kind=kind, sum_tolerance=sum_tolerance, renormalize=renormalize)
     found: list[InputWarning] = []
 
@@ -338,7 +368,8 @@ def assess(
             if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
                 raise PredictionError(
                     f"validation: got {type(validation).__name__}; expected a pair (val_probs_or_logits, val_labels). "
-                    "Fix: pass validation=(val_logits, val_labels).")
+                    "Fix: pass validation=(val_logits, val_labels)."
+                )
             val = _table(validation[0], validation[1], kind, ("validation[0]", "validation[1]"))
             item.val_probs, item.val_labels, item.val_logits = check_table(val, opts, warn, probs.shape[1])
         a = assess_loaded([item], trust, metrics, sweep, t_min=t_min, t_max=t_max, warnings=found)
@@ -349,6 +380,10 @@ def assess(
         pywarnings.warn(f"[{w.code}] {w}", AssessmentWarning, stacklevel=2)
     calibration = a.tables.get("calibration")
     return AssessmentResult(
-        a.tables, a.warnings, a.classes, len(y),
-        float(calibration["temperature"].iloc[0]) if calibration is not None else None, a,
+        a.tables,
+        a.warnings,
+        a.classes,
+        len(y),
+        float(calibration["temperature"].iloc[0]) if calibration is not None else None,
+        a,
     )

@@ -2,7 +2,7 @@
 
 Shared by ``trustcal assess`` (:mod:`trustcal.cli`), the Python API
 (:mod:`trustcal.api`, on arrays: :func:`assess_loaded`) and the workflow's
-``external`` rule. The files are read and checked by :mod:`trustcal.predictions.external`;
+``external`` rule. The files are read and checked by :mod:`trustcal.predictions`;
 the tables are the workflow's own (:func:`tables.trust_tables`,
 :func:`tables.score_tables`), with every prediction file treated as the test
 split. Where validation predictions come with the test predictions,
@@ -20,16 +20,18 @@ import io
 import json
 import pickle
 import warnings as pywarnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from trustcal import __version__
-from trustcal.calibration.temperature import softmax
-from trustcal.predictions.external import (
+from trustcal.calibration import CALIBRATION_COLUMNS, T_MAX, T_MIN, calibration_row, softmax
+from trustcal.files import atomic_directory, write_csv
+from trustcal.measures.trust import TrustParams
+from trustcal.predictions import (
     HISTORY_NAMES,
     ColumnError,
     InputWarning,
@@ -45,10 +47,8 @@ from trustcal.predictions.external import (
     load_series,
     read_bytes,
 )
-from trustcal.files import atomic_directory, write_csv
-from trustcal.stages import CALIBRATION_COLUMNS, calibration_row
+from trustcal.reporting.figures.registry import FIGURES
 from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
-from trustcal.measures.trust import TrustParams
 
 MARKER = "assess.json"  # written last; marks a directory that assess may replace
 FIGURE_FORMATS = ("png", "pdf")
@@ -86,7 +86,7 @@ def log_probs(probs: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(probs, np.finfo(np.float64).tiny))
 
 
-def predictions_of(loaded: Sequence[Loaded], warn: Warn, *, t_min=0.01, t_max=100.0):
+def predictions_of(loaded: Sequence[Loaded], warn: Warn, *, t_min=T_MIN, t_max=T_MAX):
     """The :class:`Predictions` of every file, plus calibration.csv rows where temperature scaling was fitted."""
     preds, rows, source = [], [], {}
 
@@ -112,11 +112,18 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, *, t_min=0.01, t_max=10
             continue  # already calibrated: used as it is
         logits = item.logits if item.logits is not None else log_probs(item.probs)
         val_logits = item.val_logits if item.val_logits is not None else log_probs(item.val_probs)
-        row = calibration_row(f.epoch, {"val_logits": val_logits, "val_labels": item.val_labels}, "val",
-                              t_min=t_min, t_max=t_max)
+        row = calibration_row(
+            f.epoch, {"val_logits": val_logits, "val_labels": item.val_labels}, "val", t_min=t_min, t_max=t_max
+        )
         if row["at_bound"]:
-            warn(InputWarning("temperature_at_bound", str(f.path), "the temperature fitted on the validation data hit "
-                              f"its search bound (T = {row['temperature']:g}); widen --t-min/--t-max."))
+            warn(
+                InputWarning(
+                    "temperature_at_bound",
+                    str(f.path),
+                    "the temperature fitted on the validation data hit "
+                    f"its search bound (T = {row['temperature']:g}); widen --t-min/--t-max.",
+                )
+            )
         rows.append(row)
         add(Predictions(f.epoch, True, "test", softmax(logits, row["temperature"]), item.labels), f.path)
         add(Predictions(f.epoch, True, "val", softmax(val_logits, row["temperature"]), item.val_labels), f.path)
@@ -148,7 +155,7 @@ def _load_pickled_npy(data: bytes):
         raise ValueError(f".npy format version {version} (expected 1.0 or 2.0, as np.save writes)")
     read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     _, _, dtype = read_header(f)
-    if dtype != object:
+    if dtype.kind != "O":
         return np.lib.format.read_array(f)
     obj = _HistoryUnpickler(f).load()
     return obj.item() if isinstance(obj, np.ndarray) and obj.shape == () else obj
@@ -163,7 +170,9 @@ def read_history(path: str | Path) -> pd.DataFrame:
     if data[:6] == b"\x93NUMPY":
         try:
             obj = _load_pickled_npy(data)
-            df = pd.DataFrame({"train_loss": np.asarray(obj["train"], float), "val_loss": np.asarray(obj["val"], float)})
+            df = pd.DataFrame(
+                {"train_loss": np.asarray(obj["train"], float), "val_loss": np.asarray(obj["val"], float)}
+            )
         except Exception as exc:
             raise UnreadableFile(
                 f"{path}: not a loss history ({type(exc).__name__}: {exc}); expected a dict with 'train' and 'val' "
@@ -173,7 +182,9 @@ def read_history(path: str | Path) -> pd.DataFrame:
     try:
         df = pd.read_csv(path)
     except Exception as exc:
-        raise UnreadableFile(f"{path}: cannot be read as CSV ({exc}). Fix: pass a CSV with columns epoch, train_loss, val_loss.") from None
+        raise UnreadableFile(
+            f"{path}: cannot be read as CSV ({exc}). Fix: pass a CSV with columns epoch, train_loss, val_loss."
+        ) from None
     missing = [c for c in ("epoch", "train_loss", "val_loss") if c not in df.columns]
     if missing:
         raise ColumnError(
@@ -206,8 +217,8 @@ def assess(
     metrics: MetricParams = MetricParams(),
     sweep: SweepParams | None = SweepParams(),
     *,
-    t_min: float = 0.01,
-    t_max: float = 100.0,
+    t_min: float = T_MIN,
+    t_max: float = T_MAX,
     history: str | Path | None = None,
     progress: Progress = no_progress,
 ) -> Assessment:
@@ -233,8 +244,18 @@ def assess(
     except PredictionError:
         _refuse_histories([f.path for f in files])
         raise
-    return assess_loaded(loaded, trust, metrics, sweep, t_min=t_min, t_max=t_max, skipped=skipped,
-                         warnings=warnings, history=history_table, history_file=Path(history) if history else None)
+    return assess_loaded(
+        loaded,
+        trust,
+        metrics,
+        sweep,
+        t_min=t_min,
+        t_max=t_max,
+        skipped=skipped,
+        warnings=warnings,
+        history=history_table,
+        history_file=Path(history) if history else None,
+    )
 
 
 def assess_loaded(
@@ -243,14 +264,14 @@ def assess_loaded(
     metrics: MetricParams = MetricParams(),
     sweep: SweepParams | None = SweepParams(),
     *,
-    t_min: float = 0.01,
-    t_max: float = 100.0,
+    t_min: float = T_MIN,
+    t_max: float = T_MAX,
     skipped: Sequence[Path] = (),
     warnings: list[InputWarning] | None = None,
     history: pd.DataFrame | None = None,
     history_file: Path | None = None,
 ) -> Assessment:
-    """Assess predictions already read and checked (:func:`external.load`, or arrays by :mod:`trustcal.api`):
+    """Assess predictions already read and checked (:func:`~trustcal.predictions.load`, or arrays by :mod:`trustcal.api`):
     the workflow's tables, with temperature scaling fitted where validation predictions are given."""
     warnings = [] if warnings is None else warnings
     preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max)
@@ -258,17 +279,24 @@ def assess_loaded(
     if calibration is not None:
         tables["calibration"] = calibration
     return Assessment(
-        [item.file for item in loaded], list(skipped), tables, warnings, loaded[0].classes,
-        sorted({len(x.labels) for x in loaded}), history, history_file, trust.clusters, metrics.ece_bins[0],
+        [item.file for item in loaded],
+        list(skipped),
+        tables,
+        warnings,
+        loaded[0].classes,
+        sorted({len(x.labels) for x in loaded}),
+        history,
+        history_file,
+        trust.clusters,
+        metrics.ece_bins[0],
     )
 
 
 # --------------------------------------------------------------------------- figures
 
 
-# Figures with the epoch on the x axis: drawn only for a series of two or more epochs.
-SERIES_FIGURES = {"trust_grid", "loss_curves", "network_opinion", "opinion_triangle", "calibration_metrics",
-                  "geometric_metrics"}
+# Figures with the epoch on the x axis (FigureSpec.series): drawn only for a series of two or more epochs.
+SERIES_FIGURES = {name for name, spec in FIGURES.items() if spec.series}
 
 
 def figure_tables(a: Assessment) -> dict[str, pd.DataFrame]:
@@ -288,7 +316,7 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
 
     Figures that need the training history (the loss curves, and those showing the first, best-validation
     and last epochs) are drawn for a series only with a history (--history, or one found in a prediction
-    directory by :func:`external.history_beside`); those with the epoch on the x axis only for a series.
+    directory by :func:`~trustcal.predictions.history_beside`); those with the epoch on the x axis only for a series.
     A single epoch is its own first, best and last epoch: its reliability, trust spectrum and trust
     density figures are always drawn.
     """
@@ -297,8 +325,8 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
     series = a.tables["trust"]["epoch"].nunique() >= 2
     tables = figure_tables(a)
     jobs, left_out = [], []
-    for name, (needs, _) in figures.FIGURES.items():
-        if (name in SERIES_FIGURES and not series) or not all(t in tables for t in needs):
+    for name, spec in FIGURES.items():
+        if (name in SERIES_FIGURES and not series) or not all(t in tables for t in spec.tables):
             left_out.append(name)
         else:
             jobs.append((name, lambda paths, name=name: figures.draw(name, tables, title, paths, clusters=a.clusters)))
@@ -320,7 +348,9 @@ def draw_figures(a: Assessment, fig_dir: Path, title: str, progress: Progress = 
         except Exception as exc:  # an optional figure must not break the assessment
             for p in paths:
                 p.unlink(missing_ok=True)
-            a.warnings.append(InputWarning("figure_skipped", "", f"figure {name} skipped ({type(exc).__name__}: {exc})."))
+            a.warnings.append(
+                InputWarning("figure_skipped", "", f"figure {name} skipped ({type(exc).__name__}: {exc}).")
+            )
     return drawn
 
 
@@ -349,13 +379,17 @@ def format_summary(a: Assessment) -> str:
     lead_width = 5 + (10 if same_acc else 0)
 
     def cells(values: dict) -> str:
-        return " ".join(fmt[c].format(values[c]).rjust(widths[c]) if pd.notna(values[c]) else "–".rjust(widths[c]) for c in block)
+        return " ".join(
+            fmt[c].format(values[c]).rjust(widths[c]) if pd.notna(values[c]) else "–".rjust(widths[c]) for c in block
+        )
 
     groups = " " * lead_width + "".join(
         "  " + (" after calibration " if s else " before calibration ").center(block_width, "-") for s in states
     )
-    header = "epoch" + ("  accuracy" if same_acc else "") + "".join(
-        "  " + " ".join(c.rjust(widths[c]) for c in block) for _ in states
+    header = (
+        "epoch"
+        + ("  accuracy" if same_acc else "")
+        + "".join("  " + " ".join(c.rjust(widths[c]) for c in block) for _ in states)
     )
     epochs = list(wide.index)
     if len(epochs) > SUMMARY_MAX_EPOCHS:
@@ -364,7 +398,9 @@ def format_summary(a: Assessment) -> str:
     rows = []
     for e in epochs:
         if e is None:
-            rows.append(f"{'…':>5}  ({len(wide) - 2 * (SUMMARY_MAX_EPOCHS // 2)} more epochs in scores.csv and trust.csv)")
+            rows.append(
+                f"{'…':>5}  ({len(wide) - 2 * (SUMMARY_MAX_EPOCHS // 2)} more epochs in scores.csv and trust.csv)"
+            )
             continue
         line = f"{e:>5}"
         if same_acc:
@@ -386,7 +422,9 @@ def format_summary(a: Assessment) -> str:
         head.append(f"training history: {a.history_file}")
     if a.skipped:
         head.append(f"skipped (no epoch number in the name): {', '.join(p.name for p in a.skipped)}")
-    foot = [f"ECE: top-label, {a.ece_bins} bins; NTS: NetTrustScore; b, d, u: network trust opinion (belief, disbelief, uncertainty)"]
+    foot = [
+        f"ECE: top-label, {a.ece_bins} bins; NTS: NetTrustScore; b, d, u: network trust opinion (belief, disbelief, uncertainty)"
+    ]
     if a.figures_left_out:
         why = "need a series of epochs, a training history or validation data"
         foot.append(f"figures not drawn ({why}): {', '.join(a.figures_left_out)}")
@@ -410,12 +448,17 @@ def summary_dict(a: Assessment) -> dict:
     the temperatures fitted, the figures and every warning. Undefined numbers are null."""
     return dict(
         trustcal_version=__version__,
-        files=_file_list(a), skipped=[str(p) for p in a.skipped],
-        classes=a.classes, test_samples=a.samples, clusters=a.clusters, ece_bins=a.ece_bins,
+        files=_file_list(a),
+        skipped=[str(p) for p in a.skipped],
+        classes=a.classes,
+        test_samples=a.samples,
+        clusters=a.clusters,
+        ece_bins=a.ece_bins,
         history=str(a.history_file) if a.history_file else None,
         epochs=_records(summary_table(a.tables)),
         temperatures=_records(a.tables["calibration"][["epoch", "temperature"]]) if "calibration" in a.tables else [],
-        figures=a.figures, figures_left_out=a.figures_left_out,
+        figures=a.figures,
+        figures_left_out=a.figures_left_out,
         warnings=[dict(code=w.code, file=w.file, message=w.message) for w in a.warnings],
     )
 
@@ -442,26 +485,46 @@ def write_paper_verdict(a: Assessment, dataset: str, out: Path, settings: dict) 
     Epochs flagged as double softmax are named, and every claim is recomputed without them."""
     from trustcal.reporting.verdict import describe_flagged, write_verdict
 
-    provenance = (f"Predictions: {len(a.files)} files ({', '.join(sorted({str(f.path.parent) for f in a.files}))}); "
-                  "one training run, so no sd over seeds; no test-set bootstrap.")
+    provenance = (
+        f"Predictions: {len(a.files)} files ({', '.join(sorted({str(f.path.parent) for f in a.files}))}); "
+        "one training run, so no sd over seeds; no test-set bootstrap."
+    )
     flagged = flagged_predictions(a)
     if flagged:
-        provenance += (f" Predictions that went through softmax twice: {describe_flagged(flagged)} "
-                       "(each claim is also computed without them).")
-    return write_verdict(paper_runs(a, dataset), {**settings, "provenance": provenance},
-                         out / "reproduction.md", out / "reproduction.csv", flagged={dataset: flagged})
+        provenance += (
+            f" Predictions that went through softmax twice: {describe_flagged(flagged)} "
+            "(each claim is also computed without them)."
+        )
+    return write_verdict(
+        paper_runs(a, dataset),
+        {**settings, "provenance": provenance},
+        out / "reproduction.md",
+        out / "reproduction.csv",
+        flagged={dataset: flagged},
+    )
 
 
-def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = True, meta: dict | None = None,
-                     paper_claims: str | None = None, progress: Progress = no_progress) -> None:
+def write_assessment(
+    a: Assessment,
+    out: Path,
+    *,
+    title: str,
+    figures: bool = True,
+    meta: dict | None = None,
+    paper_claims: str | None = None,
+    progress: Progress = no_progress,
+) -> None:
     """Tables, figures, summary.txt, warnings.txt and assess.json into ``out`` (a fresh directory);
     with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims."""
     for name, df in a.tables.items():
         write_csv(df, out / f"{name}.csv")
     if paper_claims:
         meta = meta or {}
-        settings = {"clusters": a.clusters, "trust": meta.get("trust", {}),
-                    "epochs": int(max((f.epoch for f in a.files), default=0))}
+        settings = {
+            "clusters": a.clusters,
+            "trust": meta.get("trust", {}),
+            "epochs": int(max((f.epoch for f in a.files), default=0)),
+        }
         write_paper_verdict(a, paper_claims, out, settings)
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
@@ -474,7 +537,9 @@ def write_assessment(a: Assessment, out: Path, *, title: str, figures: bool = Tr
         files=_file_list(a),
         skipped=[str(p) for p in a.skipped],
         history=str(a.history_file) if a.history_file else None,
-        tables=[f"{n}.csv" for n in a.tables], figures=a.figures, warnings=len(a.warnings),
+        tables=[f"{n}.csv" for n in a.tables],
+        figures=a.figures,
+        warnings=len(a.warnings),
         **(meta or {}),
     )
     (out / MARKER).write_text(json.dumps(info, indent=2, default=str) + "\n")
@@ -493,8 +558,8 @@ def assess_to_dir(
     metrics: MetricParams = MetricParams(),
     sweep: SweepParams | None = SweepParams(),
     *,
-    t_min: float = 0.01,
-    t_max: float = 100.0,
+    t_min: float = T_MIN,
+    t_max: float = T_MAX,
     history: str | Path | None = None,
     title: str | None = None,
     figures: bool = True,
@@ -508,9 +573,21 @@ def assess_to_dir(
     with atomic_directory(out, MARKER) as tmp:
         a = assess(sources, read, trust, metrics, sweep, t_min=t_min, t_max=t_max, history=history, progress=progress)
         meta = dict(
-            sources=sources, read_options=asdict(read), trust=asdict(trust), metrics=asdict(metrics),
-            sweep=asdict(sweep) if sweep else None, t_min=t_min, t_max=t_max,
+            sources=sources,
+            read_options=asdict(read),
+            trust=asdict(trust),
+            metrics=asdict(metrics),
+            sweep=asdict(sweep) if sweep else None,
+            t_min=t_min,
+            t_max=t_max,
         )
-        write_assessment(a, tmp, title=title or default_title(sources), figures=figures, meta=meta,
-                         paper_claims=paper_claims, progress=progress)
+        write_assessment(
+            a,
+            tmp,
+            title=title or default_title(sources),
+            figures=figures,
+            meta=meta,
+            paper_claims=paper_claims,
+            progress=progress,
+        )
     return a

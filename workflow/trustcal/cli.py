@@ -130,86 +130,222 @@ def _show_progress(items, what: str, unit: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from trustcal.predictions.external import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
-    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.calibration import T_MAX, T_MIN
     from trustcal.measures.trust import FUSIONS, REPRESENTATIVES, TrustParams
+    from trustcal.predictions import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
+    from trustcal.reporting.tables import MetricParams, SweepParams
 
     tp, mp, sp, ro = TrustParams(), MetricParams(), SweepParams(), ReadOptions()
     parser = _Parser(prog="trustcal", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     a = sub.add_parser(
-        "assess", help="trust opinions, ECE, NetTrustScore and figures of any model's predictions",
+        "assess",
+        help="trust opinions, ECE, NetTrustScore and figures of any model's predictions",
         usage="%(prog)s FILE_OR_DIR... --out DIR [options]",
-        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     a.set_defaults(parser=a)  # for the usage errors found after parsing
     a.add_argument("sources", nargs="+", metavar="FILE_OR_DIR", help="prediction file(s), a directory or a glob")
-    a.add_argument("--out", "-o", metavar="DIR", help="output directory (required; created; replaced if written by trustcal before)")
+    a.add_argument(
+        "--out",
+        "-o",
+        metavar="DIR",
+        help="output directory (required; created; replaced if written by trustcal before)",
+    )
 
     g = a.add_argument_group("reading")
     g.add_argument("--format", choices=FORMATS, default=ro.format, help="file format (default: from name and contents)")
-    g.add_argument("--kind", choices=KINDS, default=ro.kind, help="probabilities or logits (default: auto; npz: from the array name)")
+    g.add_argument(
+        "--kind",
+        choices=KINDS,
+        default=ro.kind,
+        help="probabilities or logits (default: auto; npz: from the array name)",
+    )
     g.add_argument("--label-column", metavar="NAME", help="name of the CSV label column")
-    g.add_argument("--prob-columns", metavar="REGEX", help="regex matching the whole names of the CSV probability columns")
+    g.add_argument(
+        "--prob-columns", metavar="REGEX", help="regex matching the whole names of the CSV probability columns"
+    )
     g.add_argument("--labels", metavar="FILE", help="labels for predictions without them (.npy, .npz or one per line)")
-    g.add_argument("--validation", metavar="FILE", help="validation predictions with labels: fit temperature scaling on them")
-    g.add_argument("--name-pattern", metavar="REGEX", default=DEFAULT_NAME_PATTERN,
-                   help="regex with groups (?P<epoch>…) and optional (?P<state>…) matched against file names")
+    g.add_argument(
+        "--validation", metavar="FILE", help="validation predictions with labels: fit temperature scaling on them"
+    )
+    g.add_argument(
+        "--name-pattern",
+        metavar="REGEX",
+        default=DEFAULT_NAME_PATTERN,
+        help="regex with groups (?P<epoch>…) and optional (?P<state>…) matched against file names",
+    )
     g.add_argument("--num-classes", type=_positive_int, metavar="K", help="expected number of classes (checked)")
-    g.add_argument("--sum-tolerance", type=_positive_float, default=ro.sum_tolerance, metavar="TOL",
-                   help="rows must sum to 1 within this (default: %(default)g)")
-    g.add_argument("--renormalize", action="store_true", help="divide rows that do not sum to 1 by their sum (with a warning)")
-    g.add_argument("--history", metavar="FILE", help="training history for the loss figure: CSV epoch,train_loss,val_loss "
-                   "or a pickled {'train','val'} .npy (unpickled with numpy's array types only; a file naming anything else is refused)")
+    g.add_argument(
+        "--sum-tolerance",
+        type=_positive_float,
+        default=ro.sum_tolerance,
+        metavar="TOL",
+        help="rows must sum to 1 within this (default: %(default)g)",
+    )
+    g.add_argument(
+        "--renormalize", action="store_true", help="divide rows that do not sum to 1 by their sum (with a warning)"
+    )
+    g.add_argument(
+        "--history",
+        metavar="FILE",
+        help="training history for the loss figure: CSV epoch,train_loss,val_loss "
+        "or a pickled {'train','val'} .npy (unpickled with numpy's array types only; a file naming anything else is refused)",
+    )
 
     g = a.add_argument_group("trust opinion (paper §5, docs/method.md §3; defaults: the paper's)")
-    g.add_argument("--clusters", type=_positive_int, default=tp.clusters, metavar="M", help="probability clusters per class (default: %(default)s)")
-    g.add_argument("--weight", type=_positive_float, default=tp.weight, metavar="W", help="non-informative prior weight (default: %(default)s)")
-    g.add_argument("--alpha", type=_nonnegative_float, default=tp.alpha, help="weight of excess evidence t − n·RP (default: %(default)s)")
-    g.add_argument("--beta", type=_nonnegative_float, default=tp.beta, help="weight of missing evidence n·RP − t (default: %(default)s)")
-    g.add_argument("--base-rate", type=_unit_float, default=tp.base_rate, metavar="A", help="base rate a (default: %(default)s)")
-    g.add_argument("--representative", choices=REPRESENTATIVES, default=tp.representative, help="cluster representative (default: %(default)s)")
-    g.add_argument("--cluster-fusion", choices=FUSIONS, default=tp.cluster_fusion, help="fusion of cluster opinions (default: %(default)s)")
-    g.add_argument("--class-fusion", choices=FUSIONS, default=tp.class_fusion, help="fusion of class opinions (default: %(default)s)")
-    g.add_argument("--clusters-sweep", type=_positive_int, nargs="+", default=list(sp.clusters), metavar="M",
-                   help="M values of trust_sweep.csv (default: %(default)s)")
-    g.add_argument("--sweep-epochs", type=int, nargs="+", default=list(sp.epochs), metavar="E",
-                   help="epochs of trust_sweep.csv; the last epoch is always added (default: %(default)s)")
+    g.add_argument(
+        "--clusters",
+        type=_positive_int,
+        default=tp.clusters,
+        metavar="M",
+        help="probability clusters per class (default: %(default)s)",
+    )
+    g.add_argument(
+        "--weight",
+        type=_positive_float,
+        default=tp.weight,
+        metavar="W",
+        help="non-informative prior weight (default: %(default)s)",
+    )
+    g.add_argument(
+        "--alpha",
+        type=_nonnegative_float,
+        default=tp.alpha,
+        help="weight of excess evidence t − n·RP (default: %(default)s)",
+    )
+    g.add_argument(
+        "--beta",
+        type=_nonnegative_float,
+        default=tp.beta,
+        help="weight of missing evidence n·RP − t (default: %(default)s)",
+    )
+    g.add_argument(
+        "--base-rate", type=_unit_float, default=tp.base_rate, metavar="A", help="base rate a (default: %(default)s)"
+    )
+    g.add_argument(
+        "--representative",
+        choices=REPRESENTATIVES,
+        default=tp.representative,
+        help="cluster representative (default: %(default)s)",
+    )
+    g.add_argument(
+        "--cluster-fusion",
+        choices=FUSIONS,
+        default=tp.cluster_fusion,
+        help="fusion of cluster opinions (default: %(default)s)",
+    )
+    g.add_argument(
+        "--class-fusion",
+        choices=FUSIONS,
+        default=tp.class_fusion,
+        help="fusion of class opinions (default: %(default)s)",
+    )
+    g.add_argument(
+        "--clusters-sweep",
+        type=_positive_int,
+        nargs="+",
+        default=list(sp.clusters),
+        metavar="M",
+        help="M values of trust_sweep.csv (default: %(default)s)",
+    )
+    g.add_argument(
+        "--sweep-epochs",
+        type=int,
+        nargs="+",
+        default=list(sp.epochs),
+        metavar="E",
+        help="epochs of trust_sweep.csv; the last epoch is always added (default: %(default)s)",
+    )
 
     g = a.add_argument_group("metrics (docs/method.md §5–8)")
-    g.add_argument("--ece-bins", type=_positive_int, nargs="+", default=list(mp.ece_bins), metavar="M",
-                   help="ECE bin counts; the first is the 'ece' column (default: %(default)s)")
-    g.add_argument("--nts-alpha", type=_positive_float, default=mp.nts_alpha, help="NetTrustScore reward exponent (default: %(default)s)")
-    g.add_argument("--nts-beta", type=_positive_float, default=mp.nts_beta, help="NetTrustScore penalty exponent (default: %(default)s)")
-    g.add_argument("--density-gamma", type=_positive_float, default=mp.density_gamma, help="trust density bandwidth γ/√N (default: %(default)s)")
-    g.add_argument("--density-points", type=_positive_int, default=mp.density_points, help="trust density grid points (default: %(default)s)")
-    g.add_argument("--geo-eps", type=_open_unit_float, default=mp.geo_eps, help="floor of the true-class probability (default: %(default)s)")
-    g.add_argument("--geo-bins", type=_positive_int, default=mp.geo_bins, help="bins of the measured geometric metrics (default: %(default)s)")
-    g.add_argument("--reliability-bins", type=_positive_int, default=mp.reliability_bins, help="reliability curve bins (default: %(default)s)")
+    g.add_argument(
+        "--ece-bins",
+        type=_positive_int,
+        nargs="+",
+        default=list(mp.ece_bins),
+        metavar="M",
+        help="ECE bin counts; the first is the 'ece' column (default: %(default)s)",
+    )
+    g.add_argument(
+        "--nts-alpha",
+        type=_positive_float,
+        default=mp.nts_alpha,
+        help="NetTrustScore reward exponent (default: %(default)s)",
+    )
+    g.add_argument(
+        "--nts-beta",
+        type=_positive_float,
+        default=mp.nts_beta,
+        help="NetTrustScore penalty exponent (default: %(default)s)",
+    )
+    g.add_argument(
+        "--density-gamma",
+        type=_positive_float,
+        default=mp.density_gamma,
+        help="trust density bandwidth γ/√N (default: %(default)s)",
+    )
+    g.add_argument(
+        "--density-points",
+        type=_positive_int,
+        default=mp.density_points,
+        help="trust density grid points (default: %(default)s)",
+    )
+    g.add_argument(
+        "--geo-eps",
+        type=_open_unit_float,
+        default=mp.geo_eps,
+        help="floor of the true-class probability (default: %(default)s)",
+    )
+    g.add_argument(
+        "--geo-bins",
+        type=_positive_int,
+        default=mp.geo_bins,
+        help="bins of the measured geometric metrics (default: %(default)s)",
+    )
+    g.add_argument(
+        "--reliability-bins",
+        type=_positive_int,
+        default=mp.reliability_bins,
+        help="reliability curve bins (default: %(default)s)",
+    )
 
     g = a.add_argument_group("temperature scaling (with validation data)")
-    g.add_argument("--t-min", type=_positive_float, default=0.01, help="lower bound of T (default: %(default)s)")
-    g.add_argument("--t-max", type=_positive_float, default=100.0, help="upper bound of T (default: %(default)s)")
+    g.add_argument("--t-min", type=_positive_float, default=T_MIN, help="lower bound of T (default: %(default)s)")
+    g.add_argument("--t-max", type=_positive_float, default=T_MAX, help="upper bound of T (default: %(default)s)")
 
     g = a.add_argument_group("output")
     g.add_argument("--title", help="figure title (default: the input directory's name)")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
     quiet = g.add_mutually_exclusive_group()
-    quiet.add_argument("--json", action="store_true",
-                       help="print the summary as one JSON document on stdout (for scripts): per epoch and state "
-                       "the metrics and the network trust opinion, the files, figures and warnings")
+    quiet.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as one JSON document on stdout (for scripts): per epoch and state "
+        "the metrics and the network trust opinion, the files, figures and warnings",
+    )
     quiet.add_argument("--quiet", "-q", action="store_true", help="print nothing but warnings and errors (on stderr)")
-    g.add_argument("--paper-claims", choices=("mnist", "cifar10"), metavar="DATASET",
-                   help="also judge the paper's claims about DATASET (mnist or cifar10) on these predictions: "
-                   "reproduction.md and .csv")
+    g.add_argument(
+        "--paper-claims",
+        choices=("mnist", "cifar10"),
+        metavar="DATASET",
+        help="also judge the paper's claims about DATASET (mnist or cifar10) on these predictions: "
+        "reproduction.md and .csv",
+    )
     g.add_argument("--debug", action="store_true", help="show a traceback on unexpected failures")
     return parser
 
 
 def _dataclass_from(cls, args, rename: dict | None = None, **extra):
     rename = rename or {}
-    values = {f.name: getattr(args, rename.get(f.name, f.name)) for f in fields(cls) if hasattr(args, rename.get(f.name, f.name))}
+    values = {
+        f.name: getattr(args, rename.get(f.name, f.name))
+        for f in fields(cls)
+        if hasattr(args, rename.get(f.name, f.name))
+    }
     values.update(extra)
     for k, v in values.items():
         if isinstance(v, list):
@@ -234,9 +370,9 @@ def print_warnings(warnings, file=None) -> None:
 
 def run_assess(args) -> int:
     from trustcal.assessment import assess_to_dir, no_progress, summary_dict
-    from trustcal.predictions.external import ReadOptions
-    from trustcal.reporting.tables import MetricParams, SweepParams
     from trustcal.measures.trust import TrustParams
+    from trustcal.predictions import ReadOptions
+    from trustcal.reporting.tables import MetricParams, SweepParams
 
     if args.t_min >= args.t_max:
         raise TrustcalError(f"--t-min {args.t_min} must be smaller than --t-max {args.t_max}")
@@ -249,8 +385,18 @@ def run_assess(args) -> int:
     sweep = SweepParams(clusters=tuple(args.clusters_sweep), epochs=tuple(args.sweep_epochs))
     show = _show_progress if sys.stderr.isatty() and not args.quiet else no_progress
     result = assess_to_dir(
-        args.sources, args.out, read, trust, metrics, sweep, t_min=args.t_min, t_max=args.t_max,
-        history=args.history, title=args.title, figures=not args.no_figures, paper_claims=args.paper_claims,
+        args.sources,
+        args.out,
+        read,
+        trust,
+        metrics,
+        sweep,
+        t_min=args.t_min,
+        t_max=args.t_max,
+        history=args.history,
+        title=args.title,
+        figures=not args.no_figures,
+        paper_claims=args.paper_claims,
         progress=show,
     )
     print_warnings(result.warnings)
@@ -261,7 +407,10 @@ def run_assess(args) -> int:
         print(json.dumps({**summary_dict(result), "out": str(args.out), "written": written}, indent=2))
     elif not args.quiet:
         print(result.summary())
-        print(f"\nwritten to {args.out}/: {', '.join(written)}" + (f", figures/ ({len(result.figures)} files)" if result.figures else ""))
+        print(
+            f"\nwritten to {args.out}/: {', '.join(written)}"
+            + (f", figures/ ({len(result.figures)} files)" if result.figures else "")
+        )
     return 0
 
 
@@ -289,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(
             f"error: unexpected failure ({type(exc).__name__}: {exc}); nothing was written. "
-            "Rerun with --debug for the traceback and please report it.", file=sys.stderr,
+            "Rerun with --debug for the traceback and please report it.",
+            file=sys.stderr,
         )
         return 1
     return 0

@@ -82,9 +82,8 @@ def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
         where = f" in '{key}'" if error.absolute_path else ""
         return f"{config_name}: unknown key {', '.join(hints)}{where}; allowed keys: {', '.join(allowed)}"
     if error.validator == "enum":
-        return (
-            f"{config_name}: key '{key}' is {error.instance!r}; allowed values: "
-            + ", ".join(map(str, schema["enum"]))
+        return f"{config_name}: key '{key}' is {error.instance!r}; allowed values: " + ", ".join(
+            map(str, schema["enum"])
         )
     if error.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         op = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}[error.validator]

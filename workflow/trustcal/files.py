@@ -10,11 +10,12 @@ import contextlib
 import glob
 import logging
 import os
+import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -143,9 +144,7 @@ def read_npz(path: str | os.PathLike, keys: tuple[str, ...], rule: str) -> dict[
         with np.load(path, allow_pickle=False) as data:
             missing = [k for k in keys if k not in data.files]
             if missing:
-                raise TrustcalError(
-                    f"{path}: missing array(s) {missing} (has {sorted(data.files)}); {hint}."
-                )
+                raise TrustcalError(f"{path}: missing array(s) {missing} (has {sorted(data.files)}); {hint}.")
             return {k: data[k] for k in keys}
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise TrustcalError(f"{path}: unreadable or truncated ({exc}); {hint}.") from None
@@ -165,3 +164,32 @@ def read_csv(path: str | os.PathLike, columns: tuple[str, ...], rule: str) -> pd
     if missing:
         raise TrustcalError(f"{path}: missing column(s) {missing}; {hint}.")
     return df
+
+
+# --- The results contract: results/{dataset}/seed{N}/<table> -------------------------------------
+
+RUN_RE = re.compile(r"(?:^|/)(?P<dataset>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
+
+
+def run_key(path: str | os.PathLike) -> tuple[str, int]:
+    """(dataset, seed) of a per-run table ``…/{dataset}/seed{N}/<table>``."""
+    m = RUN_RE.search(Path(path).as_posix())
+    if not m:
+        raise TrustcalError(f"{path}: expected a path …/{{dataset}}/seed{{N}}/<table>")
+    return m["dataset"], int(m["seed"])
+
+
+def read_seeds(paths: Iterable[str | os.PathLike], columns: tuple[str, ...], rule: str) -> pd.DataFrame:
+    """One table per seed (``…/seed{N}/…``; seed 0 when the path names none) as one frame with a ``seed`` column."""
+    frames = []
+    for path in paths:
+        seed = next((p[4:] for p in Path(path).parts if p.startswith("seed") and p[4:].isdigit()), "0")
+        frames.append(read_csv(path, columns, rule=rule).assign(seed=int(seed)))
+    if not frames:
+        raise TrustcalError(f"no {rule} table given")
+    return pd.concat(frames, ignore_index=True)
+
+
+def calibrated_flag(column: pd.Series) -> pd.Series:
+    """The ``calibrated`` column as booleans, however a CSV round trip spelled them (True, true, 1, 1.0)."""
+    return column.astype(str).str.lower().isin(("true", "1", "1.0"))

@@ -8,25 +8,21 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
-from trustcal.calibration.temperature import fit_temperature, nll_from_logits, softmax
+from trustcal.calibration import CALIBRATION_COLUMNS, T_MAX, T_MIN, calibration_row, softmax
 from trustcal.errors import TrustcalError
 from trustcal.files import read_csv, read_npz, write_csv, write_npz
-from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
 from trustcal.measures.trust import TrustParams
+from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
 
 log = logging.getLogger(__name__)
 
 LOGIT_KEYS = ("val_logits", "val_labels", "test_logits", "test_labels")
-CALIBRATION_COLUMNS = (
-    "epoch", "temperature", "val_nll_before", "val_nll_after", "converged",
-    "at_bound", "fit_split", "fit_nll_before", "fit_nll_after", "iterations",
-)
 EPOCH_RE = re.compile(r"epoch(\d+)\.npz$")
 
 
@@ -37,19 +33,26 @@ def epoch_of(path: str | Path) -> int:
     return int(m.group(1))
 
 
-def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1,
-                progress: bool = False) -> None:
+def train_stage(
+    dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1, progress: bool = False
+) -> None:
     """Train ``seeds`` of ``dataset`` (together, as one stacked model, when several).
 
     ``progress``: a progress bar over the epochs (for a terminal; the log has a line per epoch).
     """
-    from trustcal.data.staging import load_prepared
+    from trustcal.data.splits import load_prepared
     from trustcal.training.loop import TrainConfig, train_seeds
 
     cfgs = [
         TrainConfig(
-            dataset=dataset, seed=int(seed), epochs=cfg["epochs"], batch_size=cfg["batch_size"],
-            learning_rate=cfg["learning_rate"], init=cfg["init"], device=cfg["device"], threads=threads,
+            dataset=dataset,
+            seed=int(seed),
+            epochs=cfg["epochs"],
+            batch_size=cfg["batch_size"],
+            learning_rate=cfg["learning_rate"],
+            init=cfg["init"],
+            device=cfg["device"],
+            threads=threads,
         )
         for seed in seeds
     ]
@@ -58,7 +61,7 @@ def train_stage(dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, th
 
 
 def logits_stage(dataset, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
-    from trustcal.data.staging import load_prepared
+    from trustcal.data.splits import load_prepared
     from trustcal.files import write_npz
     from trustcal.training.loop import checkpoint_path, compute_logits
 
@@ -73,19 +76,7 @@ def load_logits(path: str | Path) -> dict[str, np.ndarray]:
     return read_npz(path, LOGIT_KEYS, rule="logits")
 
 
-def calibration_row(epoch: int, d: dict[str, np.ndarray], split: str = "val", *, t_min=0.01, t_max=100.0) -> dict:
-    """One row of calibration.csv: T fitted on ``d[f"{split}_logits"]``, NLL reported on the validation logits."""
-    fit = fit_temperature(d[f"{split}_logits"], d[f"{split}_labels"], t_min=t_min, t_max=t_max)
-    return dict(
-        epoch=epoch, temperature=fit.temperature,
-        val_nll_before=nll_from_logits(d["val_logits"], d["val_labels"]),
-        val_nll_after=nll_from_logits(d["val_logits"], d["val_labels"], fit.temperature),
-        converged=fit.converged, at_bound=fit.at_bound, fit_split=split,
-        fit_nll_before=fit.nll_before, fit_nll_after=fit.nll_after, iterations=fit.iterations,
-    )
-
-
-def calibrate_stage(logit_paths: Iterable[str], out, *, fit_on="validation", t_min=0.01, t_max=100.0) -> pd.DataFrame:
+def calibrate_stage(logit_paths: Iterable[str], out, *, fit_on="validation", t_min=T_MIN, t_max=T_MAX) -> pd.DataFrame:
     """Temperature per epoch, fitted on the validation logits (or, as the author did, on the test logits)."""
     split = {"validation": "val", "test": "test"}[fit_on]
     rows = []
@@ -112,7 +103,9 @@ def load_predictions(logit_paths: Iterable[str], calibration_csv, splits=("test"
         d = load_logits(path)
         for split in splits:
             for calibrated, temperature in ((False, 1.0), (True, float(cal.at[epoch, "temperature"]))):
-                yield Predictions(epoch, calibrated, split, softmax(d[f"{split}_logits"], temperature), d[f"{split}_labels"])
+                yield Predictions(
+                    epoch, calibrated, split, softmax(d[f"{split}_logits"], temperature), d[f"{split}_labels"]
+                )
 
 
 def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> None:
@@ -151,6 +144,12 @@ def trust_bootstrap_stage(logit_paths, calibration_csv, out, params: TrustParams
         name: np.stack([np.stack([by_epoch[e][c][name] for c in (False, True)]) for e in epochs]).astype(np.float32)
         for name in ("belief", "disbelief", "uncertainty")
     }
-    write_npz(out, epochs=np.array(epochs), resamples=np.array(bootstrap.resamples), seed=np.array(bootstrap.seed),
-              level=np.array(bootstrap.level), **arrays)
+    write_npz(
+        out,
+        epochs=np.array(epochs),
+        resamples=np.array(bootstrap.resamples),
+        seed=np.array(bootstrap.seed),
+        level=np.array(bootstrap.level),
+        **arrays,
+    )
     log.info("%s: %d epochs × %d resamples of the test set", out, len(epochs), bootstrap.resamples)

@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from trustcal.errors import TrustcalError
-from trustcal.files import atomic_path, read_csv
-from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, load_runs, invariance_note
+from trustcal.files import atomic_path, calibrated_flag, read_seeds
+from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, invariance_note, load_runs
+from trustcal.training.history import best_epoch
 
 DATASET_NAMES = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
 FIGURES = ("trust_grid", "loss_curves", "calibration_metrics", "reliability", "network_opinion")
@@ -37,13 +38,23 @@ FIGURE_TITLES = {
 TABLES = {  # table → columns kept in results/study/ (the figures' and the summary's inputs)
     "history": ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"),
     "calibration": ("epoch", "temperature", "val_nll_before", "val_nll_after", "at_bound"),
-    "trust": ("epoch", "calibrated", "label", "belief", "disbelief", "uncertainty", "positive_evidence",
-              "negative_evidence"),
+    "trust": (
+        "epoch",
+        "calibrated",
+        "label",
+        "belief",
+        "disbelief",
+        "uncertainty",
+        "positive_evidence",
+        "negative_evidence",
+    ),
     "scores": ("epoch", "calibrated", "split", "accuracy", "nll", "ece", "brier", "net_trust_score"),
 }
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
-CIFAR_NOTE = ("CIFAR-10 here is rebuilt from JPEG copies of the images (quality 75; `../shared/datasets/"
-              "cifar10-jpeg`), not the official pixels: expect accuracies within about a point of the official data")
+CIFAR_NOTE = (
+    "CIFAR-10 here is rebuilt from JPEG copies of the images (quality 75; `../shared/datasets/"
+    "cifar10-jpeg`), not the official pixels: expect accuracies within about a point of the official data"
+)
 
 
 def _runs(results: Path) -> dict[str, list[int]]:
@@ -51,19 +62,15 @@ def _runs(results: Path) -> dict[str, list[int]]:
     for path in sorted(results.glob("*/seed*/trust.csv")):
         runs.setdefault(path.parent.parent.name, []).append(int(path.parent.name[4:]))
     if not runs:
-        raise TrustcalError(f"{results}: no finished run (results/{{dataset}}/seed{{N}}/trust.csv); run the workflow first")
+        raise TrustcalError(
+            f"{results}: no finished run (results/{{dataset}}/seed{{N}}/trust.csv); run the workflow first"
+        )
     return {ds: sorted(s) for ds, s in sorted(runs.items(), key=lambda kv: list(DATASET_NAMES).index(kv[0]))}
 
 
 def _table(results: Path, ds: str, seeds, name: str) -> pd.DataFrame:
-    frames = [read_csv(results / ds / f"seed{s}" / f"{name}.csv", TABLES[name][:1], rule=name).assign(seed=s)
-              for s in seeds]
-    df = pd.concat(frames, ignore_index=True)
+    df = read_seeds([results / ds / f"seed{s}" / f"{name}.csv" for s in seeds], TABLES[name][:1], rule=name)
     return df[["seed", *[c for c in TABLES[name] if c in df.columns]]]
-
-
-def _best_epochs(history: pd.DataFrame) -> dict[int, int]:
-    return {int(s): int(h.loc[h["val_loss"].idxmin(), "epoch"]) for s, h in history.groupby("seed")}
 
 
 def _ms(values) -> str:
@@ -75,31 +82,51 @@ def _ms(values) -> str:
 
 def metrics_rows(scores: pd.DataFrame, calibration: pd.DataFrame, history: pd.DataFrame) -> list[list[str]]:
     """First, best-validation and last epoch: test accuracy, NLL and ECE before → after, T (mean ± sd over seeds)."""
-    best = _best_epochs(history)
+    best = {int(s): best_epoch(h) for s, h in history.groupby("seed")}
     last = int(history["epoch"].max())
-    test = scores[scores["split"] == "test"].assign(calibrated=lambda d: d["calibrated"].astype(str) == "True")
+    test = scores[scores["split"] == "test"].assign(calibrated=lambda d: calibrated_flag(d["calibrated"]))
     rows = []
-    for label, epoch_of in (("epoch 1", lambda s: 1), ("best validation loss", lambda s: best[s]),
-                            (f"epoch {last}", lambda s: last)):
+    for label, epoch_of in (
+        ("epoch 1", lambda s: 1),
+        ("best validation loss", lambda s: best[s]),
+        (f"epoch {last}", lambda s: last),
+    ):
         picked = [(s, epoch_of(s)) for s in sorted(best)]
 
-        def values(col, calibrated, table=test):
-            return [float(table[(table["seed"] == s) & (table["epoch"] == e) & (table["calibrated"] == calibrated)]
-                          [col].iloc[0]) for s, e in picked]
+        def values(col, calibrated, table=test, picked=picked):
+            return [
+                float(
+                    table[(table["seed"] == s) & (table["epoch"] == e) & (table["calibrated"] == calibrated)][col].iloc[
+                        0
+                    ]
+                )
+                for s, e in picked
+            ]
 
-        temps = [float(calibration[(calibration["seed"] == s) & (calibration["epoch"] == e)]["temperature"].iloc[0])
-                 for s, e in picked]
+        temps = [
+            float(calibration[(calibration["seed"] == s) & (calibration["epoch"] == e)]["temperature"].iloc[0])
+            for s, e in picked
+        ]
         epochs = sorted({e for _, e in picked})
         where = label if label != "best validation loss" else f"{label} (epoch {', '.join(map(str, epochs))})"
-        rows.append([where, _ms(values("accuracy", False)),
-                     f"{_ms(values('nll', False))} → {_ms(values('nll', True))}",
-                     f"{_ms(values('ece', False))} → {_ms(values('ece', True))}", _ms(temps)])
+        rows.append(
+            [
+                where,
+                _ms(values("accuracy", False)),
+                f"{_ms(values('nll', False))} → {_ms(values('nll', True))}",
+                f"{_ms(values('ece', False))} → {_ms(values('ece', True))}",
+                _ms(temps),
+            ]
+        )
     return rows
 
 
 def _md_table(header, rows) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows)]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows),
+    ]
 
 
 def _fmt(x) -> str:
@@ -110,12 +137,20 @@ def verdict_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
     for r in table.itertuples():
         measured = _fmt(r.measured_mean) + (f" ± {_fmt(r.measured_sd)}" if np.isfinite(r.measured_sd) else "")
-        interval = (f"[{_fmt(r.interval_lo)}, {_fmt(r.interval_hi)}]" if np.isfinite(r.interval_lo) else "–")
+        interval = f"[{_fmt(r.interval_lo)}, {_fmt(r.interval_hi)}]" if np.isfinite(r.interval_lo) else "–"
         verdict = f"**{r.verdict}**" if r.verdict != NOT_COMPARABLE else r.verdict
         note = f" ({r.reason})" if r.reason and r.verdict in (NOT_COMPARABLE,) else ""
         seeds = f"; {r.seed_verdicts}" if isinstance(r.seed_verdicts, str) and r.seed_verdicts else ""
-        rows.append([f"{r.section}: {r.quote}<br>`{r.claim_id}`", r.paper, f"{measured} (n = {r.n_seeds})",
-                     interval, r.decision_rule.replace("interval ", ""), verdict + note + seeds])
+        rows.append(
+            [
+                f"{r.section}: {r.quote}<br>`{r.claim_id}`",
+                r.paper,
+                f"{measured} (n = {r.n_seeds})",
+                interval,
+                r.decision_rule.replace("interval ", ""),
+                verdict + note + seeds,
+            ]
+        )
     return rows
 
 
@@ -132,8 +167,10 @@ def wall_time(run_dir: Path) -> str:
         text = log.read_text(errors="replace")
         if "Finished job" not in text:
             continue
-        stamps = [dt.datetime.strptime(" ".join(m.split()), "%a %b %d %H:%M:%S %Y")
-                  for m in re.findall(r"^\[(\w{3} \w{3} +\d+ [\d:]{8} \d{4})\]", text, flags=re.M)]
+        stamps = [
+            dt.datetime.strptime(" ".join(m.split()), "%a %b %d %H:%M:%S %Y")
+            for m in re.findall(r"^\[(\w{3} \w{3} +\d+ [\d:]{8} \d{4})\]", text, flags=re.M)
+        ]
         if len(stamps) > 1:
             minutes += (max(stamps) - min(stamps)).total_seconds() / 60
     if not minutes:
@@ -185,7 +222,8 @@ def save_png(src: Path, dst: Path) -> None:
     im = Image.open(src).convert("RGB")
     with atomic_path(dst) as tmp:
         im.quantize(colors=128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-            tmp, format="PNG", optimize=True)
+            tmp, format="PNG", optimize=True
+        )
 
 
 def author_verdicts(author_dir: Path, out: Path) -> dict[str, pd.DataFrame]:
@@ -254,8 +292,9 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
         "`workflow/study/config.yaml`), on " + machine() + f"; wall time {wall_time(run_dir)} for the whole "
         "workflow, both datasets." + (f" {remark}" if remark else ""),
         "",
-        "**Seeds.** " + "; ".join(f"{DATASET_NAMES[ds]}: {len(s)} (seeds {', '.join(map(str, s))})"
-                                  for ds, s in runs.items()) + ", 100 epochs each, the paper's protocol "
+        "**Seeds.** "
+        + "; ".join(f"{DATASET_NAMES[ds]}: {len(s)} (seeds {', '.join(map(str, s))})" for ds, s in runs.items())
+        + ", 100 epochs each, the paper's protocol "
         "(README: Reproduction notes). Every number below is the mean ± sd over seeds unless said otherwise.",
         "",
         "**Data.** " + " ".join(data_provenance(results, runs)),
@@ -284,15 +323,19 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
             title = FIGURE_TITLES[fig].format(fig=fig_no[ds][0], panel=fig_no[ds][1])
             lines += [f"![{name}: {title}](results/study/{ds}_{fig}.png)", ""]
     lines += [
-        "### The verdict: every result statement of the paper against these runs", "",
+        "### The verdict: every result statement of the paper against these runs",
+        "",
         f"{_counts(verdict)} (of {len(verdict)} statements; full text with per-seed values: "
         "[results/study/reproduction.md](results/study/reproduction.md)). *Interval*: the 95 % interval of "
         "the seed mean, a percentile bootstrap over resamples of the test set widened by the seeds' "
         "t·sd/√n in quadrature; **reproduced** when it lies wholly inside the band, **not reproduced** when "
-        "wholly outside, **inconclusive** otherwise (README: Reproduction notes).", "",
+        "wholly outside, **inconclusive** otherwise (README: Reproduction notes).",
+        "",
     ]
-    lines += _md_table(["Statement (section: the paper's words)", "Paper", "Ours", "Interval", "Reproduced when",
-                        "Verdict"], verdict_rows(verdict)) + [""]
+    lines += _md_table(
+        ["Statement (section: the paper's words)", "Paper", "Ours", "Interval", "Reproduced when", "Verdict"],
+        verdict_rows(verdict),
+    ) + [""]
     by_id = verdict.set_index("claim_id")
     lines += ["**Statements that contradict each other, with our numbers:**", ""]
     for t in TENSIONS:
@@ -305,26 +348,40 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
     if author_dir is not None:
         authors = author_verdicts(author_dir, out)
         if authors:
-            lines += ["### The same claims on the author's published predictions", "",
-                      "`trustcal assess --paper-claims` on `../shared/reference/author-predictions/` (one run each, "
-                      "no seeds, no bootstrap; the CIFAR files come from a WideResNet, not the paper's CNN): "
-                      + "; ".join(f"{DATASET_NAMES[ds]}: {_counts(t)}" for ds, t in authors.items()) + ".", ""]
+            lines += [
+                "### The same claims on the author's published predictions",
+                "",
+                "`trustcal assess --paper-claims` on `../shared/reference/author-predictions/` (one run each, "
+                "no seeds, no bootstrap; the CIFAR files come from a WideResNet, not the paper's CNN): "
+                + "; ".join(f"{DATASET_NAMES[ds]}: {_counts(t)}" for ds, t in authors.items())
+                + ".",
+                "",
+            ]
             for ds, t in authors.items():
                 flagged = t[t["reason"].fillna("").str.contains("softmax twice")]
                 only = flagged[flagged["reason"].str.contains("reproduced only with")]
                 if len(only):
                     levels = t.set_index("claim_id")
-                    shown = [c for c in ("cifar10_trust_before_late", "cifar10_disbelief_before_late") if c in levels.index]
+                    shown = [
+                        c for c in ("cifar10_trust_before_late", "cifar10_disbelief_before_late") if c in levels.index
+                    ]
                     if shown:
-                        lines += ["On those files the before-calibration plateau is " + ", ".join(
-                            f"`{c}` {_fmt(levels.at[c, 'measured_mean'])}" for c in shown)
-                            + " (the paper: 0.48 and 0.58), from predictions that went through softmax twice.", ""]
-                    lines += [f"On the author's {DATASET_NAMES[ds]} files, {len(only)} claims are reproduced only "
-                              "with predictions that went through softmax twice (every before-calibration file and "
-                              "epoch 1 after calibration; largest probability ≤ e/(e + 9) = 0.232): "
-                              + ", ".join(f"`{c}`" for c in only["claim_id"]) + ". Without those predictions "
-                              "they cannot be evaluated. Details: "
-                              f"[results/study/author_{ds}_verdict.md](results/study/author_{ds}_verdict.md).", ""]
+                        lines += [
+                            "On those files the before-calibration plateau is "
+                            + ", ".join(f"`{c}` {_fmt(levels.at[c, 'measured_mean'])}" for c in shown)
+                            + " (the paper: 0.48 and 0.58), from predictions that went through softmax twice.",
+                            "",
+                        ]
+                    lines += [
+                        f"On the author's {DATASET_NAMES[ds]} files, {len(only)} claims are reproduced only "
+                        "with predictions that went through softmax twice (every before-calibration file and "
+                        "epoch 1 after calibration; largest probability ≤ e/(e + 9) = 0.232): "
+                        + ", ".join(f"`{c}`" for c in only["claim_id"])
+                        + ". Without those predictions "
+                        "they cannot be evaluated. Details: "
+                        f"[results/study/author_{ds}_verdict.md](results/study/author_{ds}_verdict.md).",
+                        "",
+                    ]
     lines += [END]
     block = "\n".join(lines)
     (out / "study.md").write_text(block + "\n", encoding="utf-8")

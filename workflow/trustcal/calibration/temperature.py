@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+T_MIN, T_MAX = 0.01, 100.0  # the temperature search interval (config: calibration.t_min / t_max)
+
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     z = np.asarray(logits, dtype=np.float64)
@@ -53,8 +55,8 @@ def fit_temperature(
     logits: np.ndarray,
     labels: np.ndarray,
     *,
-    t_min: float = 0.01,
-    t_max: float = 100.0,
+    t_min: float = T_MIN,
+    t_max: float = T_MAX,
     tol: float = 1e-10,
     max_iter: int = 100,
 ) -> TemperatureFit:
@@ -79,7 +81,7 @@ def fit_temperature(
         return TemperatureFit(t_min, before, nll_from_logits(z, labels, t_min), True, True, 0)
 
     beta, converged, it = min(max(1.0, lo), hi), False, 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         g, h = _grad_hess(beta, z, zy)
         if g > 0:
             hi = beta

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import logging
-import math
 import tarfile
 import urllib.error
 import zlib
@@ -25,7 +24,7 @@ import numpy as np
 import torchvision.datasets as tvd
 
 from trustcal.errors import TrustcalError
-from trustcal.files import atomic_directory, atomic_path, read_npz, write_npz
+from trustcal.files import atomic_directory, atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,9 @@ CIFAR10_ARCHIVE = tvd.CIFAR10.filename  # cifar-10-python.tar.gz, in data_dir
 CIFAR10_DIR = tvd.CIFAR10.base_folder  # cifar-10-batches-py, in data_dir and in the archive
 CIFAR10_ARCHIVE_MD5 = tvd.CIFAR10.tgz_md5
 CIFAR10_CONTENT_MD5 = {
-    **dict(tvd.CIFAR10.train_list), **dict(tvd.CIFAR10.test_list), tvd.CIFAR10.meta["filename"]: tvd.CIFAR10.meta["md5"],
+    **dict(tvd.CIFAR10.train_list),
+    **dict(tvd.CIFAR10.test_list),
+    tvd.CIFAR10.meta["filename"]: tvd.CIFAR10.meta["md5"],
 }
 
 # Extracted files as torchvision lays them out (relative to data_dir).
@@ -55,8 +56,6 @@ RAW_FILES = {
     "cifar10": [f"{CIFAR10_DIR}/{name}" for name in CIFAR10_CONTENT_MD5],
 }
 
-NUM_CLASSES = {"mnist": 10, "cifar10": 10}
-PREPARED_KEYS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
 
 # How a file was accepted (the `verified` column of raw_manifest.tsv).
 ARCHIVE_MD5 = "archive-md5"
@@ -93,10 +92,7 @@ def _md5(path: str | Path) -> str:
 
 def _mismatch(path: Path, found: str, archive: tuple[str, str], content: tuple[str, str]) -> str:
     """The error line for ``path``: the md5 found and the official (name, md5) of archive and content."""
-    return (
-        f"  {path}: md5 {found}; official md5s: archive {archive[0]} {archive[1]}, "
-        f"content {content[0]} {content[1]}"
-    )
+    return f"  {path}: md5 {found}; official md5s: archive {archive[0]} {archive[1]}, content {content[0]} {content[1]}"
 
 
 def _rejected(dataset: str, problems: list[str]) -> DatasetUnavailable:
@@ -131,7 +127,9 @@ def manual_instructions(dataset: str, data_dir: str | Path) -> str:
         )
         lines = [f"  {name}  (md5 {md5})" for name, md5 in CIFAR10_CONTENT_MD5.items()]
     return (
-        head + "\n" + "\n".join(lines)
+        head
+        + "\n"
+        + "\n".join(lines)
         + "\nthen rerun. Staged files are checked by archive or content md5, used without network, "
         "and never deleted."
     )
@@ -387,44 +385,10 @@ def load_raw(dataset: str, data_dir: str | Path, *, verify_checksums: bool = Tru
             ds = cls(str(data_dir), train=train, download=False)
         except RuntimeError as exc:
             raise DatasetUnavailable(
-                f"{dataset}: cannot read the dataset in {data_dir} ({exc}).\n"
-                f"{manual_instructions(dataset, data_dir)}"
+                f"{dataset}: cannot read the dataset in {data_dir} ({exc}).\n{manual_instructions(dataset, data_dir)}"
             ) from None
         x = np.asarray(ds.data, dtype=np.uint8)
         x = x[:, None, :, :] if x.ndim == 3 else x.transpose(0, 3, 1, 2)
         y = np.asarray(ds.targets, dtype=np.int64)
         out += [np.ascontiguousarray(x), y]
     return tuple(out)
-
-
-def split_validation(n: int, validation_split: float = 0.1) -> int:
-    """Index where the validation tail starts, as Keras computes it (ceil of the train part)."""
-    if not 0 < validation_split < 1:
-        raise ValueError("validation_split must be in (0, 1)")
-    return int(math.ceil(n * (1.0 - validation_split)))
-
-
-def prepare(
-    dataset: str,
-    data_dir: str | Path,
-    out: str | Path,
-    *,
-    validation_split: float = 0.1,
-    verify_checksums: bool = True,
-) -> dict[str, int]:
-    """Write the train / validation / test splits of ``dataset`` to ``out`` (npz)."""
-    x_train, y_train, x_test, y_test = load_raw(dataset, data_dir, verify_checksums=verify_checksums)
-    cut = split_validation(len(x_train), validation_split)
-    arrays = dict(
-        x_train=x_train[:cut], y_train=y_train[:cut],
-        x_val=x_train[cut:], y_val=y_train[cut:],
-        x_test=x_test, y_test=y_test,
-    )
-    write_npz(out, **arrays)
-    sizes = {k: len(v) for k, v in arrays.items() if k.startswith("x_")}
-    log.info("%s: wrote %s with %s", dataset, out, sizes)
-    return sizes
-
-
-def load_prepared(path: str | Path) -> dict[str, np.ndarray]:
-    return read_npz(path, PREPARED_KEYS, rule="prepare")

@@ -49,8 +49,9 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95, axis: int =
     return lo, hi
 
 
-def bootstrap_opinions(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray,
-                       params: TrustParams = TrustParams()) -> dict[str, np.ndarray]:
+def bootstrap_opinions(
+    probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, params: TrustParams = TrustParams()
+) -> dict[str, np.ndarray]:
     """Class and network opinions of every resample: ``belief``, ``disbelief``, ``uncertainty``,
     each B × (K + 1) (labels 0 … K−1, then the network), as :func:`trustcal.measures.trust.trust_opinions`
     computes them on the resampled test set. Cumulative fusion only (the sum of evidence)."""

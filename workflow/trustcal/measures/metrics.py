@@ -72,8 +72,7 @@ def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     if labels.ndim != 1:
         raise ValueError(f"labels must be 1-D (N,), got shape {labels.shape}")
     if probs.shape[0] != labels.shape[0]:
-        raise ValueError(
-            f"probs has {probs.shape[0]} rows but labels has {labels.shape[0]} entries")
+        raise ValueError(f"probs has {probs.shape[0]} rows but labels has {labels.shape[0]} entries")
     if probs.shape[0] == 0:
         raise ValueError("no samples: probs and labels are empty")
     if probs.shape[1] < 2:
@@ -83,9 +82,7 @@ def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError("labels must be integers")
         labels = labels.astype(np.int64)
     if labels.min() < 0 or labels.max() >= probs.shape[1]:
-        raise ValueError(
-            f"labels must lie in [0, {probs.shape[1]}), got range "
-            f"[{labels.min()}, {labels.max()}]")
+        raise ValueError(f"labels must lie in [0, {probs.shape[1]}), got range [{labels.min()}, {labels.max()}]")
     return probs, labels.astype(np.int64, copy=False)
 
 
@@ -204,11 +201,10 @@ def question_answer_trust(probs, labels, alpha: float = 1.0, beta: float = 1.0) 
     probs, labels = _check(probs, labels)
     conf, hit = _top_label(probs, labels)
     conf = np.clip(conf, 0.0, 1.0)
-    return np.where(hit > 0, conf ** alpha, (1.0 - conf) ** beta)
+    return np.where(hit > 0, conf**alpha, (1.0 - conf) ** beta)
 
 
-def trust_spectrum(probs, labels, n_classes: int | None = None,
-                   alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
+def trust_spectrum(probs, labels, n_classes: int | None = None, alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
     """Trust spectrum T(z) = mean of Q_i over samples with true label z (Wong Eq. 5; docs/method.md §6).
 
     Returns an array of length ``n_classes`` (default K); NaN for labels
@@ -285,8 +281,9 @@ def trust_density(q, gamma: float = 0.5, grid=None) -> tuple[np.ndarray, np.ndar
     return grid, density / (q.size * h * math.sqrt(2.0 * math.pi))
 
 
-def trust_density_table(probs, labels, gamma: float = 0.5, grid=None,
-                        alpha: float = 1.0, beta: float = 1.0) -> pd.DataFrame:
+def trust_density_table(
+    probs, labels, gamma: float = 0.5, grid=None, alpha: float = 1.0, beta: float = 1.0
+) -> pd.DataFrame:
     """Tidy table of the trust density of every label z present (columns label, trust, density)."""
     probs, labels = _check(probs, labels)
     q = question_answer_trust(probs, labels, alpha, beta)
@@ -313,7 +310,7 @@ def generalized_mean(x, rho: float, weights=None) -> float:
     with np.errstate(divide="ignore"):
         if rho == 0:
             return float(np.exp(np.average(np.log(x), weights=weights)))
-        return float(np.average(x ** rho, weights=weights) ** (1.0 / rho))
+        return float(np.average(x**rho, weights=weights) ** (1.0 / rho))
 
 
 def _correct_class_probs(probs: np.ndarray, labels: np.ndarray):
@@ -390,11 +387,17 @@ def geometric_bins(probs, labels, eps: float = 0.01, n_bins: int = 10) -> pd.Dat
     w = np.bincount(wb[wb >= 0], minlength=nb)
     keep = c > 0
     measured = np.maximum(c / np.where(c + w > 0, c + w, 1), eps)
-    return pd.DataFrame({
-        "bin": np.arange(nb)[keep], "lower": lower[keep], "upper": upper[keep],
-        "singular": singular[keep], "n_correct": c[keep], "n_wrong": w[keep],
-        "measured": measured[keep],
-    })
+    return pd.DataFrame(
+        {
+            "bin": np.arange(nb)[keep],
+            "lower": lower[keep],
+            "upper": upper[keep],
+            "singular": singular[keep],
+            "n_correct": c[keep],
+            "n_wrong": w[keep],
+            "measured": measured[keep],
+        }
+    )
 
 
 def geometric_metrics(probs, labels, eps: float = 0.01, n_bins: int = 10) -> dict[str, float]:
@@ -444,11 +447,17 @@ def reliability_curve(probs, labels, n_bins: int = 10, class_index: int | None =
         pred, hit = probs[:, class_index], (labels == class_index).astype(float)
     count, mean_pred, freq = _binned_means(pred, hit, bin_indices(pred, n_bins), n_bins)
     edges = np.arange(n_bins + 1) / n_bins
-    return pd.DataFrame({
-        "bin": np.arange(n_bins), "bin_lower": edges[:-1], "bin_upper": edges[1:],
-        "bin_centre": (np.arange(n_bins) + 0.5) / n_bins, "mean_predicted": mean_pred,
-        "observed_frequency": freq, "count": count.astype(np.int64),
-    })
+    return pd.DataFrame(
+        {
+            "bin": np.arange(n_bins),
+            "bin_lower": edges[:-1],
+            "bin_upper": edges[1:],
+            "bin_centre": (np.arange(n_bins) + 0.5) / n_bins,
+            "mean_predicted": mean_pred,
+            "observed_frequency": freq,
+            "count": count.astype(np.int64),
+        }
+    )
 
 
 def reliability_table(probs, labels, n_bins: int = 10) -> pd.DataFrame:
@@ -498,9 +507,17 @@ def reliability_summary(curve: pd.DataFrame) -> dict[str, float]:
 # all scalars at once
 
 
-def scalar_metrics(probs, labels, *, ece_bins=(10, 15), nts_alpha: float = 1.0,
-                   nts_beta: float = 1.0, geo_eps: float = 0.01, geo_bins: int = 10,
-                   reliability_bins: int = 10) -> dict[str, float]:
+def scalar_metrics(
+    probs,
+    labels,
+    *,
+    ece_bins=(10, 15),
+    nts_alpha: float = 1.0,
+    nts_beta: float = 1.0,
+    geo_eps: float = 0.01,
+    geo_bins: int = 10,
+    reliability_bins: int = 10,
+) -> dict[str, float]:
     """Every scalar metric as a flat dict with stable snake_case keys.
 
     Keys: accuracy, mean_confidence, nll, brier; ece (= ece_{ece_bins[0]}),

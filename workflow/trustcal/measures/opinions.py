@@ -163,8 +163,7 @@ def evidence_from_opinion(op: Opinion, weight: float = 2.0):
 def vacuous_opinion(base_rate=0.5) -> Opinion:
     """The vacuous opinion (0, 0, 1, a): no evidence at all; neutral for cumulative fusion."""
     a = np.asarray(base_rate, dtype=float)
-    return Opinion(_unwrap(np.zeros_like(a)), _unwrap(np.zeros_like(a)),
-                   _unwrap(np.ones_like(a)), _unwrap(a.copy()))
+    return Opinion(_unwrap(np.zeros_like(a)), _unwrap(np.zeros_like(a)), _unwrap(np.ones_like(a)), _unwrap(a.copy()))
 
 
 def _scaled_weights(u: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -240,8 +239,9 @@ def fuse(op: Opinion, axis: int = -1, method: str = "cumulative") -> Opinion:
 def _fuse_pair(x: Opinion, y: Opinion, method: str) -> Opinion:
     xb, xd, xu, xa = _as_arrays(x)
     yb, yd, yu, ya = _as_arrays(y)
-    stacked = Opinion(*(np.stack(np.broadcast_arrays(p, q), axis=-1)
-                        for p, q in zip((xb, xd, xu, xa), (yb, yd, yu, ya))))
+    stacked = Opinion(
+        *(np.stack(np.broadcast_arrays(p, q), axis=-1) for p, q in zip((xb, xd, xu, xa), (yb, yd, yu, ya)))
+    )
     return fuse(stacked, axis=-1, method=method)
 
 

@@ -21,11 +21,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from trustcal.measures.opinions import FUSION_METHODS, fuse_evidence
+
 REPRESENTATIVES = ("midpoint", "mean")
-FUSIONS = ("cumulative", "averaging", "weighted")
+FUSIONS = FUSION_METHODS
 TRUST_COLUMNS = (
-    "epoch", "calibrated", "label", "belief", "disbelief", "uncertainty",
-    "base_rate", "positive_evidence", "negative_evidence",
+    "epoch",
+    "calibrated",
+    "label",
+    "belief",
+    "disbelief",
+    "uncertainty",
+    "base_rate",
+    "positive_evidence",
+    "negative_evidence",
 )
 
 
@@ -83,14 +92,9 @@ def cluster_evidence(probs: np.ndarray, labels: np.ndarray, params: TrustParams 
 
 
 def _fuse_evidence(r: np.ndarray, s: np.ndarray, method: str, weight: float, base_rate: float, axis: int):
-    """Fuse evidence-based opinions along ``axis``; returns (b, d, u, a, r, s)."""
-    if method == "cumulative":
-        r_f, s_f = r.sum(axis=axis), s.sum(axis=axis)
-    else:
-        from trustcal.measures.opinions import evidence_from_opinion, fuse, opinion_from_evidence
-
-        fused = fuse(opinion_from_evidence(r, s, weight, base_rate), axis=axis, method=method)
-        r_f, s_f = evidence_from_opinion(fused, weight)
+    """Fuse evidence-based opinions along ``axis`` (:func:`~trustcal.measures.opinions.fuse_evidence`);
+    returns (b, d, u, a, r, s) of the fused opinion."""
+    r_f, s_f = fuse_evidence(r, s, axis=axis, method=method, weight=weight)
     total = weight + r_f + s_f
     return r_f / total, s_f / total, weight / total, np.full_like(total, base_rate), r_f, s_f
 
@@ -108,7 +112,11 @@ def trust_opinions(probs: np.ndarray, labels: np.ndarray, params: TrustParams = 
     return pd.DataFrame(
         dict(
             label=[str(c) for c in range(k)] + ["network"],
-            belief=np.append(b, nb), disbelief=np.append(d, nd), uncertainty=np.append(u, nu),
-            base_rate=np.append(a, na), positive_evidence=np.append(r, nr), negative_evidence=np.append(s, ns),
+            belief=np.append(b, nb),
+            disbelief=np.append(d, nd),
+            uncertainty=np.append(u, nu),
+            base_rate=np.append(a, na),
+            positive_evidence=np.append(r, nr),
+            negative_evidence=np.append(s, ns),
         )
     )

@@ -8,8 +8,8 @@ seaborn plots them directly and seeds stack by concatenation.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -66,7 +66,9 @@ def _by_split(preds: Iterable[Predictions], split: str) -> list[Predictions]:
 
 def trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd.DataFrame:
     """docs/method.md §3 on the test predictions: K class opinions + the network opinion per (epoch, calibrated)."""
-    frames = [_prepend(trust_opinions(p.probs, p.labels, params), p, with_split=False) for p in _by_split(preds, "test")]
+    frames = [
+        _prepend(trust_opinions(p.probs, p.labels, params), p, with_split=False) for p in _by_split(preds, "test")
+    ]
     return pd.concat(frames, ignore_index=True)[list(TRUST_COLUMNS)]
 
 
@@ -82,10 +84,16 @@ def dynamic_trust(fit: Predictions, new: Predictions, params: TrustParams) -> pd
     i = cluster_index(p, params.clusters)
     r, s = ev["r"][k, i], ev["s"][k, i]
     total = params.weight + r + s
-    return pd.DataFrame(dict(
-        predicted=k, confidence=p, correct=k == new.labels,
-        belief=r / total, disbelief=s / total, uncertainty=params.weight / total,
-    ))
+    return pd.DataFrame(
+        dict(
+            predicted=k,
+            confidence=p,
+            correct=k == new.labels,
+            belief=r / total,
+            disbelief=s / total,
+            uncertainty=params.weight / total,
+        )
+    )
 
 
 def dynamic_trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd.DataFrame:
@@ -101,12 +109,21 @@ def dynamic_trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd
         fit = val.get((test.epoch, test.calibrated), test)
         per_sample = dynamic_trust(fit, test, params)
         for correct, group in per_sample.groupby("correct"):
-            rows.append(dict(
-                epoch=test.epoch, calibrated=test.calibrated, fitted_on=fit.split, correct=bool(correct),
-                n=len(group), belief=group["belief"].mean(), disbelief=group["disbelief"].mean(),
-                uncertainty=group["uncertainty"].mean(),
-            ))
-    return pd.DataFrame(rows, columns=["epoch", "calibrated", "fitted_on", "correct", "n", "belief", "disbelief", "uncertainty"])
+            rows.append(
+                dict(
+                    epoch=test.epoch,
+                    calibrated=test.calibrated,
+                    fitted_on=fit.split,
+                    correct=bool(correct),
+                    n=len(group),
+                    belief=group["belief"].mean(),
+                    disbelief=group["disbelief"].mean(),
+                    uncertainty=group["uncertainty"].mean(),
+                )
+            )
+    return pd.DataFrame(
+        rows, columns=["epoch", "calibrated", "fitted_on", "correct", "n", "belief", "disbelief", "uncertainty"]
+    )
 
 
 def sweep_epochs(available: Iterable[int], wanted: Iterable[int]) -> list[int]:
@@ -127,16 +144,26 @@ def trust_sweep_table(preds: Sequence[Predictions], params: TrustParams, sweep: 
                 t = trust_opinions(p.probs, p.labels, replace(params, clusters=m, representative=rep))
                 net = t[t["label"] == "network"].iloc[0]
                 classes = t[t["label"] != "network"]
-                rows.append(dict(
-                    epoch=p.epoch, calibrated=p.calibrated, clusters=m, representative=rep,
-                    belief=net.belief, disbelief=net.disbelief, uncertainty=net.uncertainty,
-                    class_belief_mean=classes["belief"].mean(), class_disbelief_mean=classes["disbelief"].mean(),
-                    class_uncertainty_mean=classes["uncertainty"].mean(),
-                ))
+                rows.append(
+                    dict(
+                        epoch=p.epoch,
+                        calibrated=p.calibrated,
+                        clusters=m,
+                        representative=rep,
+                        belief=net.belief,
+                        disbelief=net.disbelief,
+                        uncertainty=net.uncertainty,
+                        class_belief_mean=classes["belief"].mean(),
+                        class_disbelief_mean=classes["disbelief"].mean(),
+                        class_uncertainty_mean=classes["uncertainty"].mean(),
+                    )
+                )
     return pd.DataFrame(rows)
 
 
-def trust_tables(preds: Sequence[Predictions], params: TrustParams, sweep: SweepParams | None = None) -> dict[str, pd.DataFrame]:
+def trust_tables(
+    preds: Sequence[Predictions], params: TrustParams, sweep: SweepParams | None = None
+) -> dict[str, pd.DataFrame]:
     preds = list(preds)
     out = {"trust": trust_table(preds, params), "dynamic_trust": dynamic_trust_table(preds, params)}
     if sweep is not None:
@@ -157,17 +184,34 @@ def score_tables(preds: Sequence[Predictions], mp: MetricParams = MetricParams()
     scores, spectra, curves, densities = [], [], [], []
     grid = np.linspace(0.0, 1.0, mp.density_points)
     for p in preds:
-        scores.append(_keys(p, **metrics.scalar_metrics(
-            p.probs, p.labels, ece_bins=mp.ece_bins, nts_alpha=mp.nts_alpha, nts_beta=mp.nts_beta,
-            geo_eps=mp.geo_eps, geo_bins=mp.geo_bins, reliability_bins=mp.reliability_bins,
-        )))
+        scores.append(
+            _keys(
+                p,
+                **metrics.scalar_metrics(
+                    p.probs,
+                    p.labels,
+                    ece_bins=mp.ece_bins,
+                    nts_alpha=mp.nts_alpha,
+                    nts_beta=mp.nts_beta,
+                    geo_eps=mp.geo_eps,
+                    geo_bins=mp.geo_bins,
+                    reliability_bins=mp.reliability_bins,
+                ),
+            )
+        )
         k = p.probs.shape[1]
         spectrum = metrics.trust_spectrum(p.probs, p.labels, k, mp.nts_alpha, mp.nts_beta)
         counts = np.bincount(p.labels, minlength=k)
         spectra.append(_prepend(pd.DataFrame(dict(label=np.arange(k), trust=spectrum, count=counts)), p))
         curves.append(_prepend(metrics.reliability_table(p.probs, p.labels, mp.reliability_bins), p))
-        densities.append(_prepend(metrics.trust_density_table(
-            p.probs, p.labels, gamma=mp.density_gamma, grid=grid, alpha=mp.nts_alpha, beta=mp.nts_beta), p))
+        densities.append(
+            _prepend(
+                metrics.trust_density_table(
+                    p.probs, p.labels, gamma=mp.density_gamma, grid=grid, alpha=mp.nts_alpha, beta=mp.nts_beta
+                ),
+                p,
+            )
+        )
     scores = pd.DataFrame(scores)
     first = ["epoch", "calibrated", "split", "accuracy", "nll", "ece"]  # the contracted columns
     return {

@@ -26,7 +26,7 @@ import ctypes
 import ctypes.util
 import math
 import sys
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -140,9 +140,19 @@ class FlatAdam:
     def step(self, grad: torch.Tensor) -> None:
         self.steps += 1
         torch._fused_adam_(
-            [self.params], [grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps],
-            amsgrad=False, lr=self.lr, beta1=self.betas[0], beta2=self.betas[1],
-            weight_decay=0.0, eps=self.eps, maximize=False,
+            [self.params],
+            [grad],
+            [self.exp_avg],
+            [self.exp_avg_sq],
+            [],
+            [self.steps],
+            amsgrad=False,
+            lr=self.lr,
+            beta1=self.betas[0],
+            beta2=self.betas[1],
+            weight_decay=0.0,
+            eps=self.eps,
+            maximize=False,
         )
 
 

@@ -16,8 +16,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,14 +25,14 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from trustcal.training.engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
 from trustcal.errors import TrustcalError
 from trustcal.files import atomic_path
+from trustcal.training.engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
+from trustcal.training.history import HISTORY_COLUMNS
 from trustcal.training.models import build_model
 
 log = logging.getLogger(__name__)
 
-HISTORY_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
 CHECKPOINT_RE = re.compile(r"epoch(\d{3,})\.pt$")
 ENGINE_VERSION = "stacked-1"
 
@@ -140,7 +140,8 @@ def find_resume_point(ckpt_dir: Path, cfg: TrainConfig) -> dict | None:
             changed = ", ".join(f"{k} {old.get(k)!r} → {new.get(k)!r}" for k in new if old.get(k) != new.get(k))
             log.warning(
                 "checkpoints in %s were trained under another configuration (%s): removing them and training afresh",
-                ckpt_dir, changed,
+                ckpt_dir,
+                changed,
             )
             for e in epochs:
                 checkpoint_path(ckpt_dir, e).unlink(missing_ok=True)
@@ -155,7 +156,9 @@ def _resume(cfgs: list[TrainConfig], ckpt_dirs: list[Path]) -> tuple[int, list[d
     if any(st is None for st in found):
         return 0, [None] * len(cfgs)
     start = min(min(st["epoch"] for st in found), cfgs[0].epochs)
-    states = [st if st["epoch"] == start else load_checkpoint(checkpoint_path(d, start)) for st, d in zip(found, ckpt_dirs)]
+    states = [
+        st if st["epoch"] == start else load_checkpoint(checkpoint_path(d, start)) for st, d in zip(found, ckpt_dirs)
+    ]
     return start, states
 
 
@@ -165,8 +168,14 @@ def epoch_order(x: torch.Tensor, y: torch.Tensor, shuffles: Sequence[torch.Gener
     return x[perms], y[perms]
 
 
-def train_epoch(trainer: StackedTrainer, x: torch.Tensor, y: torch.Tensor, shuffles: Sequence[torch.Generator],
-                batch_size: int, max_steps: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def train_epoch(
+    trainer: StackedTrainer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    shuffles: Sequence[torch.Generator],
+    batch_size: int,
+    max_steps: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One epoch (or its first ``max_steps`` steps) for every seed: (mean batch loss, accuracy) per seed.
 
     Each seed's generator draws its permutation; the uint8 data are put in
@@ -190,8 +199,9 @@ def train_epoch(trainer: StackedTrainer, x: torch.Tensor, y: torch.Tensor, shuff
     return loss_sum / steps, correct.float() / seen
 
 
-def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_dirs: Sequence[str | Path],
-                progress: bool = False) -> list[pd.DataFrame]:
+def train_seeds(
+    cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_dirs: Sequence[str | Path], progress: bool = False
+) -> list[pd.DataFrame]:
     """Train several seeds of one configuration together (one stacked model), resuming if possible.
 
     Each seed keeps its own initialisation, shuffling generator, checkpoints
@@ -236,7 +246,12 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
     y_val = torch.from_numpy(data["y_val"]).to(device)
 
     bar = tqdm(
-        total=cfg0.epochs, initial=start, unit="epoch", disable=not progress, file=sys.stderr, dynamic_ncols=True,
+        total=cfg0.epochs,
+        initial=start,
+        unit="epoch",
+        disable=not progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
         desc=f"{cfg0.dataset} seed{'s' if len(cfgs) > 1 else ''} {','.join(str(c.seed) for c in cfgs)}",
     )
     for epoch in range(start + 1, cfg0.epochs + 1):
@@ -251,34 +266,39 @@ def train_seeds(cfgs: Sequence[TrainConfig], data: dict[str, np.ndarray], ckpt_d
         for s, (c, d, hist, (tl, ta, vl, va)) in enumerate(zip(cfgs, ckpt_dirs, histories, stats)):
             if not np.isfinite([tl, vl]).all():
                 raise TrustcalError(f"{c.dataset} seed {c.seed}: loss became non-finite at epoch {epoch}")
-            hist.append(dict(epoch=epoch, train_loss=tl, train_accuracy=ta, val_loss=vl, val_accuracy=va, seconds=seconds))
+            hist.append(
+                dict(epoch=epoch, train_loss=tl, train_accuracy=ta, val_loss=vl, val_accuracy=va, seconds=seconds)
+            )
             model_state, opt_state = trainer.seed_checkpoint(s)
             with atomic_path(checkpoint_path(d, epoch)) as tmp:
                 torch.save(
                     dict(
-                        epoch=epoch, model=model_state, optimizer=opt_state, shuffle_rng=shuffles[s].get_state(),
-                        history=list(hist), fingerprint=c.fingerprint(), torch_version=torch.__version__,
+                        epoch=epoch,
+                        model=model_state,
+                        optimizer=opt_state,
+                        shuffle_rng=shuffles[s].get_state(),
+                        history=list(hist),
+                        fingerprint=c.fingerprint(),
+                        torch_version=torch.__version__,
                         val_logits=val_logits[s].detach().cpu().clone(),  # clone: not the whole (S, N, 10) storage
                     ),
                     tmp,
                 )
             log.info(
                 "epoch %3d/%d  seed %d  train loss %.4f acc %.4f  val loss %.4f acc %.4f  %.1f s",
-                epoch, c.epochs, c.seed, tl, ta, vl, va, seconds,
+                epoch,
+                c.epochs,
+                c.seed,
+                tl,
+                ta,
+                vl,
+                va,
+                seconds,
             )
         bar.set_postfix(val_acc=" ".join(f"{a:.4f}" for a in val_acc.tolist()), refresh=False)
         bar.update()
     bar.close()
     return [pd.DataFrame(h, columns=list(HISTORY_COLUMNS)) for h in histories]
-
-
-def train(cfg: TrainConfig, data: dict[str, np.ndarray], ckpt_dir: str | Path) -> pd.DataFrame:
-    """Train one seed to ``cfg.epochs``, resuming from the last checkpoint in ``ckpt_dir``.
-
-    Returns the per-epoch history (docs/method.md §1): mean training loss/accuracy over
-    the epoch's batches, validation loss/accuracy after the epoch, seconds.
-    """
-    return train_seeds([cfg], data, [ckpt_dir])[0]
 
 
 def compute_logits(ckpt_path: str | Path, dataset: str, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -24,10 +24,18 @@ class CIFARCNN(nn.Sequential):
 
     def __init__(self) -> None:
         super().__init__(
-            nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(64, 64, 3), nn.ReLU(),
-            nn.Flatten(), nn.Linear(1024, 64), nn.ReLU(), nn.Linear(64, 10),
+            nn.Conv2d(3, 32, 3),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 64, 3),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(1024, 64),
+            nn.ReLU(),
+            nn.Linear(64, 10),
         )
 
 

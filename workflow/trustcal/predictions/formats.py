@@ -1,11 +1,4 @@
-"""Reading someone else's predictions: file formats, epoch series, and checks.
-
-The paper's method is black-box: it needs only predicted probabilities (or
-logits) and true labels. This module reads them from the formats people
-export, checks every value, and turns each problem into a
-:class:`PredictionError` whose message names the file, the line/row and
-column, what was expected and how to fix it. Suspicious but valid input
-gives an :class:`InputWarning` (handed to ``warn``) instead.
+"""Reading prediction files: the numbers of each format, not yet checked.
 
 Formats (detected from the file name, then the contents; gzip is read as is):
 
@@ -17,89 +10,29 @@ Formats (detected from the file name, then the contents; gzip is read as is):
   ``test_logits``/``test_labels`` and are read too).
 - ``.npy``: the N×K array alone; the labels come from a separate file.
 
-An epoch series is several files whose names carry the epoch and, optionally,
-the state before/after calibration (:data:`DEFAULT_NAME_PATTERN`).
+:class:`ReadOptions` says how to read them; its field names are the CLI flags and config keys.
 """
 
 from __future__ import annotations
 
 import csv
-import glob
 import gzip
 import io
 import math
 import re
 import zlib
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
-from trustcal.calibration.temperature import softmax
-from trustcal.errors import TrustcalError
-
-# --------------------------------------------------------------------------- errors
-
-
-class PredictionError(TrustcalError):
-    """A prediction (or label) file that cannot be assessed as it is."""
-
-
-class UnreadableFile(PredictionError):
-    """Missing, empty, truncated or not in a known format."""
-
-
-class ColumnError(PredictionError):
-    """Missing label column/array, wrong number of columns, wrong array shape."""
-
-
-class CellError(PredictionError):
-    """A cell that is not a finite number."""
-
-
-class ProbabilityError(PredictionError):
-    """Negative or > 1 probabilities, rows that do not sum to 1."""
-
-
-class LabelError(PredictionError):
-    """Labels that are not integer class indices 0 … K−1."""
-
-
-class LengthMismatch(PredictionError):
-    """Predictions and labels (or the files of a series) do not line up."""
-
-
-class SeriesError(PredictionError):
-    """Files of an epoch series: no epoch in the name, duplicates, no files."""
-
-
-# --------------------------------------------------------------------------- warnings
-
-
-@dataclass(frozen=True)
-class InputWarning:
-    """Suspicious but valid input. ``code`` is one of :data:`WARNING_CODES`."""
-
-    code: str
-    file: str  # the file it is about ('' when none)
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.message}" if self.file else self.message
-
-
-WARNING_CODES = {
-    "double_softmax": "most rows are no more confident than a softmax of probabilities can be",
-    "logits_as_probabilities": "values outside [0, 1] read as logits",
-    "below_chance": "accuracy below 1/K",
-    "absent_class": "a class never appears among the labels",
-    "renormalized": "rows not summing to 1 were renormalised (--renormalize)",
-    "temperature_at_bound": "the fitted temperature hit its search bound",
-    "figure_skipped": "a figure could not be drawn",
-}
-Warn = Callable[[InputWarning], None]
-
+from trustcal.predictions.errors import (
+    CellError,
+    ColumnError,
+    PredictionError,
+    UnreadableFile,
+)
 
 # --------------------------------------------------------------------------- options
 
@@ -112,16 +45,10 @@ DEFAULT_NAME_PATTERN = (
     r"(?i)^(?=(?:.*?(?<![a-z])(?P<state>before|after|bef|aft|uncalibrated|calibrated)(?![a-z]))?)"
     r".*?(?P<epoch>\d+)\D*$"
 )
-AFTER_WORDS = ("after", "aft", "calibrated")
 LABEL_COLUMN_NAMES = ("truelabel", "label", "labels", "target", "targets", "y", "ytrue", "class", "groundtruth")
 PROB_KEYS = ("probs", "probabilities", "test_probs", "test_probabilities")
 LOGIT_KEYS = ("logits", "test_logits")
 LABEL_KEYS = ("labels", "test_labels", "y", "targets")
-PRED_SUFFIXES = (".csv", ".tsv", ".txt", ".npz", ".npy")
-RANGE_TOL = 1e-6  # probabilities this far outside [0, 1] are float rounding, clipped
-DOUBLE_SOFTMAX_TOL = 1e-5
-DOUBLE_SOFTMAX_FRACTION = 0.5  # warn when at least this fraction of rows is that flat (K ≥ 3: for K = 2
-# the bound e/(e+1) = 0.73 is too loose to tell a double softmax from an unsure model)
 
 
 @dataclass(frozen=True)
@@ -170,124 +97,6 @@ def name_regex(pattern: str) -> re.Pattern:
     return rx
 
 
-# --------------------------------------------------------------------------- series
-
-
-@dataclass(frozen=True)
-class PredictionFile:
-    path: Path
-    epoch: int
-    calibrated: bool | None  # None: the name does not say (read as before calibration)
-
-
-def stem(path: str | Path) -> str:
-    """The file name without ``.gz`` and a known prediction extension."""
-    name = Path(path).name
-    if name.lower().endswith(".gz"):
-        name = name[:-3]
-    for suffix in PRED_SUFFIXES:
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def parse_name(path: str | Path, pattern: str = DEFAULT_NAME_PATTERN) -> tuple[int | None, bool | None]:
-    """(epoch, calibrated) from a file name; None where the name does not say."""
-    m = name_regex(pattern).search(stem(path))
-    if not m or m.group("epoch") is None:
-        return None, None
-    state = m.groupdict().get("state")
-    calibrated = None if state is None else state.lower() in AFTER_WORDS
-    return int(m.group("epoch")), calibrated
-
-
-def _is_prediction_name(name: str) -> bool:
-    name = name.lower()
-    name = name[:-3] if name.endswith(".gz") else name
-    return name.endswith(PRED_SUFFIXES)
-
-
-# A training history in a prediction directory is used without --history:
-# the author's pickled losses, or the workflow's own history table.
-HISTORY_NAMES = ("loss_history.npy", "history.csv")
-
-
-def history_beside(skipped: Sequence[Path]) -> Path | None:
-    """The training history among the files :func:`discover` skipped in a directory, if exactly one."""
-    found = [p for p in skipped if p.name in HISTORY_NAMES]
-    return found[0] if len(found) == 1 else None
-
-
-def discover(sources, opts: ReadOptions = ReadOptions()) -> tuple[list[PredictionFile], list[Path]]:
-    """The prediction files named by ``sources`` (files, directories or globs), with epoch and state.
-
-    Returns the files, sorted by (epoch, state), and the files of a directory
-    that were skipped because their name holds no epoch number. A lone file
-    whose name holds no epoch number is epoch 0.
-    """
-    if isinstance(sources, (str, Path)):
-        sources = [sources]
-    skip = {Path(p).resolve() for p in (opts.labels, opts.validation) if p}
-    found: list[tuple[Path, bool]] = []  # (path, came from a directory)
-    for src in map(str, sources):
-        p = Path(src)
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and _is_prediction_name(f.name))
-            files = [f for f in files if f.resolve() not in skip]
-            if not files:
-                raise SeriesError(
-                    f"{p}: no prediction files in this directory; expected files named like bef_10.csv(.gz), "
-                    f"aft_10.csv, epoch010.npz or epoch010.npy ({', '.join(PRED_SUFFIXES)}, optionally .gz). "
-                    "Fix: name the directory that holds them, or the files themselves."
-                )
-            found += [(f, True) for f in files]
-        elif p.exists():
-            found.append((p, False))
-        elif glob.has_magic(src):
-            matches = sorted(Path(m) for m in glob.glob(src) if Path(m).is_file())
-            if not matches:
-                raise SeriesError(f"{src}: no file matches this pattern. Fix: check the path and the wildcard.")
-            found += [(m, False) for m in matches]
-        else:
-            raise UnreadableFile(f"{src}: file or directory not found. Fix: check the path.")
-    unique = list({f.resolve(): (f, d) for f, d in found}.values())
-    single = len(unique) == 1
-    files, skipped = [], []
-    for path, from_dir in unique:
-        epoch, calibrated = parse_name(path, opts.name_pattern)
-        if epoch is None:
-            if single:
-                epoch = 0
-            elif from_dir:
-                skipped.append(path)
-                continue
-            else:
-                raise SeriesError(
-                    f"{path}: cannot read the epoch from the file name; a series needs names like bef_10.csv, "
-                    "aft_10.csv or epoch010.npz. Fix: rename the files, or pass --name-pattern REGEX with a group "
-                    "(?P<epoch>\\d+) (and optionally (?P<state>before|after))."
-                )
-        files.append(PredictionFile(path, epoch, calibrated))
-    if not files:
-        raise SeriesError(
-            f"{', '.join(map(str, sources))}: none of the files has an epoch number in its name "
-            f"({', '.join(p.name for p in skipped)}). Fix: rename them like epoch010.npz or bef_10.csv, "
-            "or pass --name-pattern REGEX."
-        )
-    seen: dict[tuple[int, bool], Path] = {}
-    for f in files:
-        key = (f.epoch, bool(f.calibrated))
-        if key in seen:
-            state = "after" if key[1] else "before"
-            raise SeriesError(
-                f"{seen[key]} and {f.path}: both are epoch {f.epoch}, {state} calibration. "
-                "Fix: assess them separately, or pass --name-pattern REGEX that tells them apart."
-            )
-        seen[key] = f.path
-    files.sort(key=lambda f: (f.epoch, bool(f.calibrated)))
-    return files, skipped
-
-
 # --------------------------------------------------------------------------- reading
 
 
@@ -299,7 +108,9 @@ def read_bytes(path: str | Path) -> bytes:
     except FileNotFoundError:
         raise UnreadableFile(f"{path}: file not found. Fix: check the path.") from None
     except OSError as exc:
-        raise UnreadableFile(f"{path}: cannot be read ({exc.strerror or exc}). Fix: check the path and its permissions.") from None
+        raise UnreadableFile(
+            f"{path}: cannot be read ({exc.strerror or exc}). Fix: check the path and its permissions."
+        ) from None
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
@@ -341,7 +152,7 @@ class Table:
     where: Callable[[int, int | None], str]  # (row, column or None) → "line 7, column 'x'"
     label_where: Callable[[int], str] | None = None
     label_path: Path | None = None
-    val: "Table | None" = None
+    val: Table | None = None
 
 
 def _array_where(key: str):
@@ -360,7 +171,9 @@ def _numeric_array(path: Path, arr: np.ndarray, key: str, ndim: int) -> np.ndarr
             "Fix: save the predictions as a 2-D array."
         )
     if len(arr) == 0:
-        raise UnreadableFile(f"{path}: array '{key}' has no rows; expected one row per sample. Fix: export the predictions again.")
+        raise UnreadableFile(
+            f"{path}: array '{key}' has no rows; expected one row per sample. Fix: export the predictions again."
+        )
     if ndim == 2 and arr.shape[1] < 2:
         raise ColumnError(
             f"{path}: array '{key}' has shape {arr.shape}; expected one column per class (at least 2). "
@@ -554,9 +367,8 @@ def _numeric_column(path: Path, df, column: str, line_of, hint: str) -> np.ndarr
             row = int(np.flatnonzero(bad)[0])
             raise CellError(
                 f"{path}: line {line_of(row)}, column '{column}': {str(col.iloc[row])!r} is not a number; "
-                f"expected {hint}. Fix: correct that cell" + (
-                    ", or choose the probability columns with --prob-columns REGEX." if "probability" in hint else "."
-                )
+                f"expected {hint}. Fix: correct that cell"
+                + (", or choose the probability columns with --prob-columns REGEX." if "probability" in hint else ".")
             )
         col = parsed
     return col.to_numpy(dtype=np.float64)
@@ -613,10 +425,16 @@ def read_csv(path: Path, data: bytes, opts: ReadOptions) -> Table:
             f"and the label column. Fix: check the separator and the header"
             + (", or pass --prob-columns REGEX." if header else ".")
         )
-    values = np.column_stack([
-        _numeric_column(path, df, c, line_of, "a probability or logit (a decimal number)") for c in probs
-    ])
-    table = Table(path, values, opts.kind, None, lambda r, c=None: f"line {line_of(r)}" + ("" if c is None else f", column '{probs[c]}'"))
+    values = np.column_stack(
+        [_numeric_column(path, df, c, line_of, "a probability or logit (a decimal number)") for c in probs]
+    )
+    table = Table(
+        path,
+        values,
+        opts.kind,
+        None,
+        lambda r, c=None: f"line {line_of(r)}" + ("" if c is None else f", column '{probs[c]}'"),
+    )
     if label is not None and not opts.labels:
         table.labels = _numeric_column(path, df, label, line_of, "an integer class index")
         table.label_where = lambda r: f"line {line_of(r)}, column '{label}'"
@@ -634,7 +452,9 @@ def read_labels_file(path: str | Path, opts: ReadOptions) -> tuple[np.ndarray, C
         arrays = _load_numpy(path, data, "npz")
         key = _first_key(arrays, LABEL_KEYS)
         if key is None:
-            raise ColumnError(f"{path}: no 'labels' array (found {sorted(arrays)}). Fix: save numpy.savez(path, labels=y).")
+            raise ColumnError(
+                f"{path}: no 'labels' array (found {sorted(arrays)}). Fix: save numpy.savez(path, labels=y)."
+            )
         return _labels_array(path, arrays[key], key), _array_where(key)
     df, header, line_of, _ = read_text_table(path, data)
     columns = list(df.columns)
@@ -660,217 +480,3 @@ def read_table(path: str | Path, opts: ReadOptions) -> Table:
     if fmt == "npy":
         return read_npy(path, data, opts)
     return read_csv(path, data, opts)
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def _first(mask: np.ndarray) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.argwhere(mask)[0])
-
-
-def _check_finite(values: np.ndarray, path: Path, where, what: str, fix: str) -> None:
-    bad = ~np.isfinite(values)
-    if bad.any():
-        loc = _first(bad)
-        v = values[loc]
-        desc = "empty or NaN" if np.isnan(v) else f"{'+' if v > 0 else '-'}inf"
-        n = int(bad.sum())
-        raise CellError(
-            f"{path}: {where(*loc)}: {desc} ({n} such cell{'s' if n > 1 else ''} in the file); "
-            f"expected {what}. Fix: {fix}"
-        )
-
-
-def check_labels(labels: np.ndarray, k: int, path: Path, where) -> np.ndarray:
-    """Labels as integers 0 … K−1, or a :class:`LabelError` / :class:`CellError`."""
-    _check_finite(labels, path, where, "an integer class index",
-                  "every sample needs its true label; drop unlabelled rows.")
-    frac = labels != np.round(labels)
-    if frac.any():
-        (r,) = _first(frac)
-        raise LabelError(
-            f"{path}: {where(r)}: label {labels[r]:g} is not an integer; expected class indices 0 … {k - 1}. "
-            "Fix: write the true class index (not a probability or a class name)."
-        )
-    out = (labels < 0) | (labels >= k)
-    if out.any():
-        (r,) = _first(out)
-        hint = ""
-        if labels.min() >= 1 and labels.max() == k:
-            hint = " Your labels look 1-based (1 … K): subtract 1."
-        raise LabelError(
-            f"{path}: {where(r)}: label {int(labels[r])} is out of range for {k} classes; expected 0 … {k - 1} "
-            f"({int(out.sum())} such label(s)). Fix: labels must index the probability columns (0-based, in column "
-            f"order); add the missing classes' columns or check --prob-columns.{hint}"
-        )
-    return labels.astype(np.int64)
-
-
-def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.ndarray, np.ndarray | None]:
-    """(probabilities, logits or None) after checking every value of ``table``."""
-    values, path, where = table.values, table.path, table.where
-    _check_finite(values, path, where, "a finite probability or logit",
-                  "repair the export (NaN: a missing value or a diverged model; ±inf: an overflow) or drop those rows.")
-    kind = table.kind
-    if kind == "auto":
-        kind = "probs"
-        outside = (values < -RANGE_TOL) | (values > 1 + RANGE_TOL)
-        if outside.any() and not (np.abs(values.sum(axis=1) - 1) <= opts.sum_tolerance).all():
-            kind = "logits"
-            warn(InputWarning(
-                "logits_as_probabilities", str(path), f"{int(outside.sum())} values lie outside [0, 1] (min {values.min():.4g}, max {values.max():.4g}) "
-                "and the rows do not sum to 1: they look like logits passed as probabilities, so they were read as "
-                "logits and turned into probabilities with a softmax. Fix: pass --kind logits to confirm (this "
-                "warning goes away), or export the softmax probabilities."
-            ))
-    if kind == "logits":
-        return softmax(values), values
-    for mask, what in ((values < -RANGE_TOL, "negative"), (values > 1 + RANGE_TOL, "greater than 1")):
-        if mask.any():
-            loc = _first(mask)
-            raise ProbabilityError(
-                f"{path}: {where(*loc)}: probability {values[loc]:.6g} is {what} ({int(mask.sum())} such value(s)); "
-                "expected probabilities in [0, 1]. Fix: export the softmax output; if the values are logits, "
-                "pass --kind logits."
-            )
-    probs = np.clip(values, 0.0, 1.0)
-    sums = probs.sum(axis=1)
-    off = np.abs(sums - 1) > opts.sum_tolerance
-    if off.any():
-        (r,) = _first(off)
-        if not opts.renormalize:
-            raise ProbabilityError(
-                f"{path}: {where(r)}: the probabilities sum to {sums[r]:.6g}; expected 1 within ±{opts.sum_tolerance:g} "
-                f"({int(off.sum())} of {len(sums)} rows are off). Fix: export softmax probabilities (one column per "
-                "class, all classes), or pass --renormalize to divide every row by its sum."
-            )
-        zero = sums <= 0
-        if zero.any():
-            (r,) = _first(zero)
-            raise ProbabilityError(
-                f"{path}: {where(r)}: every probability is 0, so the row cannot be renormalised; expected at least "
-                "one positive probability per row. Fix: repair or drop that row."
-            )
-        warn(InputWarning(
-            "renormalized", str(path), f"{int(off.sum())} of {len(sums)} rows did not sum to 1 within "
-            f"±{opts.sum_tolerance:g} (sums {sums.min():.4g} … {sums.max():.4g}); every row was divided by its sum "
-            "(--renormalize)."
-        ))
-        probs = probs / sums[:, None]
-    return probs, None
-
-
-def double_softmax_threshold(k: int) -> float:
-    """e/(e + K − 1): the largest probability a softmax of values in [0, 1] can give."""
-    return math.e / (math.e + k - 1)
-
-
-def flat_rows(probs: np.ndarray) -> int:
-    """Rows whose largest probability is at most e/(e + K − 1) (+ a float tolerance)."""
-    return int((probs.max(axis=1) <= double_softmax_threshold(probs.shape[1]) + DOUBLE_SOFTMAX_TOL).sum())
-
-
-def suspicious(probs: np.ndarray, labels: np.ndarray, path: Path, warn: Warn) -> None:
-    """Warnings for valid but suspicious predictions: softmax twice, below chance, absent classes."""
-    n, k = probs.shape
-    flat = flat_rows(probs)
-    if k >= 3 and flat >= DOUBLE_SOFTMAX_FRACTION * n:
-        warn(InputWarning(
-            "double_softmax", str(path), f"{flat} of {n} rows ({flat / n:.0%}) have a largest probability ≤ e/(e+K−1) = "
-            f"{double_softmax_threshold(k):.4f}, the most a softmax of probabilities can give: the predictions "
-            "probably went through softmax twice. Fix: export softmax(logits) once; ignore this if the model is "
-            "really that unsure (e.g. untrained)."
-        ))
-    acc = float((probs.argmax(axis=1) == labels).mean())
-    if acc < 1.0 / k:
-        warn(InputWarning(
-            "below_chance", str(path), f"accuracy {acc:.3f} is below chance (1/K = {1 / k:.3f}). Fix: check that the labels are in the "
-            "same order as the rows and that column k holds the probability of class k."
-        ))
-    absent = np.setdiff1d(np.arange(k), labels)
-    if len(absent):
-        warn(InputWarning(
-            "absent_class", str(path), f"class(es) {', '.join(map(str, absent))} never appear among the {n} labels: their per-class "
-            "numbers (trust spectrum, trust density, one-vs-rest reliability) are undefined (NaN) and their trust "
-            "opinion rests on no positive evidence."
-        ))
-
-
-# --------------------------------------------------------------------------- loading
-
-
-@dataclass
-class Loaded:
-    """One checked prediction file: test predictions and, when present, validation predictions."""
-
-    file: PredictionFile
-    probs: np.ndarray
-    labels: np.ndarray
-    logits: np.ndarray | None  # None when the file held probabilities
-    val_probs: np.ndarray | None = None
-    val_labels: np.ndarray | None = None
-    val_logits: np.ndarray | None = None
-
-    @property
-    def classes(self) -> int:
-        return self.probs.shape[1]
-
-
-def _attach_labels(table: Table, opts: ReadOptions) -> None:
-    if opts.labels:
-        table.labels, table.label_where = read_labels_file(opts.labels, opts)
-        table.label_path = Path(opts.labels)
-    if len(table.labels) != len(table.values):
-        lp = table.label_path or table.path
-        raise LengthMismatch(
-            f"{table.path}: {len(table.values)} rows of predictions but {lp}: {len(table.labels)} labels; "
-            "expected one label per row. Fix: pass the labels of the same samples, in the same order."
-        )
-
-
-def check_table(table: Table, opts: ReadOptions, warn, k: int | None = None):
-    """(probs, labels, logits) of a read table after every check."""
-    if k is not None and table.values.shape[1] != k:
-        raise ColumnError(
-            f"{table.path}: {table.values.shape[1]} probability columns; expected {k} (one per class). "
-            "Fix: export every class's probability" + (", or correct --num-classes." if opts.num_classes else ".")
-        )
-    probs, logits = to_probabilities(table, opts, warn)
-    labels = check_labels(table.labels, probs.shape[1], table.label_path or table.path, table.label_where)
-    return probs, labels, logits
-
-
-def load(file: PredictionFile, opts: ReadOptions, warn: Warn) -> Loaded:
-    """Read and check one prediction file (plus --labels and --validation when given)."""
-    table = read_table(file.path, opts)
-    _attach_labels(table, opts)
-    probs, labels, logits = check_table(table, opts, warn, opts.num_classes)
-    suspicious(probs, labels, file.path, warn)
-    out = Loaded(file, probs, labels, logits)
-    val = table.val
-    if opts.validation:
-        val = read_table(opts.validation, replace(opts, labels=None))
-        if val.val is not None:  # an .npz with val_* arrays given as --validation
-            val = val.val
-    if val is not None:
-        if len(val.labels) != len(val.values):
-            raise LengthMismatch(
-                f"{val.path}: {len(val.values)} rows of validation predictions but {len(val.labels)} labels; "
-                "expected one label per row. Fix: save the validation labels of the same samples."
-            )
-        out.val_probs, out.val_labels, out.val_logits = check_table(val, opts, warn, probs.shape[1])
-    return out
-
-
-def load_series(files: list[PredictionFile], opts: ReadOptions, warn: Warn) -> list[Loaded]:
-    loaded = []
-    for f in files:
-        item = load(f, opts, warn)
-        if loaded and item.classes != loaded[0].classes:
-            raise LengthMismatch(
-                f"{f.path}: {item.classes} classes but {loaded[0].file.path}: {loaded[0].classes}; expected the same "
-                "classes in every file of a series. Fix: assess the files separately."
-            )
-        loaded.append(item)
-    return loaded

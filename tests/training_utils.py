@@ -1,0 +1,26 @@
+"""Shared by the training tests (test_train.py, test_engine.py): data splits and float32 tolerances."""
+
+import math
+
+import numpy as np
+
+from trustcal.data.synthetic import class_images
+from trustcal.training.loop import train_seeds
+
+EPS32 = float(np.finfo(np.float32).eps)
+# A K-term sum's rounding error exceeds λ·√K·ε of its size with probability ≤ 2·exp(-λ²/2)
+# (tests/test_engine.py, 1.): λ ≈ 7.83 makes that 1e-13 per value, one in a million over 1e7 checked values.
+LAMBDA = math.sqrt(2 * math.log(2 * 1e7 / 1e-6))
+
+
+def splits(dataset, n_train=256, n_val=64, n_test=64):
+    """Train/validation/test arrays of the synthetic classes in the dataset's image shape."""
+    shape = (1, 28, 28) if dataset == "mnist" else (3, 32, 32)
+    x, y = class_images(n_train + n_val, shape, seed=0)
+    xt, yt = class_images(n_test, shape, seed=1)
+    return dict(x_train=x[:n_train], y_train=y[:n_train], x_val=x[n_train:], y_val=y[n_train:], x_test=xt, y_test=yt)
+
+
+def train(cfg, data, ckpt_dir):
+    """One seed's history: :func:`trustcal.training.loop.train_seeds` for a single configuration."""
+    return train_seeds([cfg], data, [ckpt_dir])[0]

@@ -1,0 +1,66 @@
+"""Errors and warnings about prediction files.
+
+Every problem with someone else's predictions is a :class:`PredictionError`
+whose message names the file, the line/row and column, what was expected and
+how to fix it. Suspicious but valid input gives an :class:`InputWarning`
+(handed to a ``warn`` callback, :data:`Warn`) instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trustcal.errors import TrustcalError
+
+# --------------------------------------------------------------------------- errors
+
+
+class PredictionError(TrustcalError):
+    """A prediction (or label) file that cannot be assessed as it is."""
+
+
+class UnreadableFile(PredictionError):
+    """Missing, empty, truncated or not in a known format."""
+
+
+class ColumnError(PredictionError):
+    """Missing label column/array, wrong number of columns, wrong array shape."""
+
+
+class CellError(PredictionError):
+    """A cell that is not a finite number."""
+
+
+class ProbabilityError(PredictionError):
+    """Negative or > 1 probabilities, rows that do not sum to 1."""
+
+
+class LabelError(PredictionError):
+    """Labels that are not integer class indices 0 … K−1."""
+
+
+class LengthMismatch(PredictionError):
+    """Predictions and labels (or the files of a series) do not line up."""
+
+
+class SeriesError(PredictionError):
+    """Files of an epoch series: no epoch in the name, duplicates, no files."""
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+@dataclass(frozen=True)
+class InputWarning:
+    """Suspicious but valid input. ``code`` names the kind (the README's table of warning codes)."""
+
+    code: str
+    file: str  # the file it is about ('' when none)
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}" if self.file else self.message
+
+
+Warn = Callable[[InputWarning], None]

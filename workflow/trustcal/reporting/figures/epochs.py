@@ -1,0 +1,229 @@
+"""Figures with the epoch on the x axis: the paper's trust grid and loss curves, the network
+opinion, and the calibration and geometric metrics per epoch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from matplotlib.lines import Line2D
+
+from trustcal.reporting.figures.style import (
+    AFTER,
+    BEFORE,
+    COMPONENTS,
+    DASHED,
+    SET_COLOURS,
+    STATE_COLOURS,
+    class_rows,
+    errorbar,
+    figure_legend,
+    integer_epochs,
+    label_colourbar,
+    label_colours,
+    label_count,
+    network_rows,
+    new_figure,
+    plain_numbers,
+    save,
+    seed_note,
+    state_handles,
+    with_state,
+)
+
+# --------------------------------------------------------------------------- paper figures 1–3
+
+
+def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None) -> plt.Figure:
+    """Paper Figures 1/2: rows before/after calibration, columns b/d/u, a line per label."""
+    per_label = with_state(class_rows(trust))
+    k = label_count(per_label["label"])
+    palette = label_colours(k)
+    fig, axes = new_figure("trust_grid", nrows=2, ncols=3, sharex=True, sharey="col")
+    for row, state in enumerate((BEFORE, AFTER)):
+        sub = per_label[per_label["state"] == state]
+        for col, (component, name) in enumerate(COMPONENTS):
+            ax = axes[row, col]
+            sns.lineplot(
+                data=sub,
+                x="epoch",
+                y=component,
+                hue="label",
+                palette=palette,
+                legend=False,
+                errorbar=errorbar(per_label),
+                ax=ax,
+                linewidth=0.9,
+            )
+            ax.set_title(name if row == 0 else "")
+            ax.set_xlabel("Epoch" if row == 1 else "")
+            ax.set_ylabel(f"{state}\n{component} (opinion mass)" if col == 0 else f"{component} (opinion mass)")
+            integer_epochs(ax)
+    for ax in axes[:, 2]:
+        plain_numbers(ax)
+    label_colourbar(fig, axes, k, dataset, shrink=0.85, pad=0.01)
+    fig.suptitle(f"{title}: trust opinion per label on the test set ({seed_note(per_label)})")
+    return save(fig, paths)
+
+
+def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
+    """Paper Figure 3: training and validation loss per epoch; the validation minimum marked."""
+    history = history if "seed" in history else history.assign(seed=0)
+    long = history.melt(
+        id_vars=["epoch", "seed"], value_vars=["train_loss", "val_loss"], var_name="set", value_name="loss"
+    )
+    long["set"] = long["set"].map({"train_loss": "Training", "val_loss": "Validation"})
+    fig, ax = new_figure("loss_curves")
+    few = history["epoch"].nunique() < 15
+    sns.lineplot(
+        data=long,
+        x="epoch",
+        y="loss",
+        hue="set",
+        palette=SET_COLOURS,
+        errorbar=errorbar(history),
+        ax=ax,
+        legend=False,
+        marker="o" if few else None,
+        markersize=3,
+    )
+    mean_val = history.groupby("epoch")["val_loss"].mean()
+    best = int(mean_val.idxmin())
+    ax.axvline(best, color=SET_COLOURS["Validation"], linestyle=":", linewidth=1.0)
+    ax.set_xlabel("Epoch")
+    integer_epochs(ax)
+    ax.set_ylabel("Cross-entropy loss (nats)")
+    ax.set_title(f"{title}: loss per epoch")
+    handles = [Line2D([], [], color=c, label=s) for s, c in SET_COLOURS.items()]
+    handles.append(
+        Line2D([], [], color=SET_COLOURS["Validation"], linestyle=":", label=f"Min. validation loss (epoch {best})")
+    )
+    figure_legend(fig, handles, seed_note(history), ncols=2)
+    return save(fig, paths)
+
+
+# --------------------------------------------------------------------------- metrics per epoch
+
+METRIC_PANELS = (
+    ("accuracy", "Accuracy", "fraction correct"),
+    ("ece", "ECE (10 equal-width bins)", "|accuracy − confidence|"),
+    ("nll", "Negative log-likelihood", "NLL (nats / sample)"),
+    ("brier", "Brier score", "squared error / sample"),
+    ("net_trust_score", "NetTrustScore", "NTS (0–1)"),
+)
+GEOMETRIC_PANELS = (
+    ("geometric_accuracy", "Geometric accuracy (ρ = 0)"),
+    ("decisiveness", "Decisiveness (ρ = 1)"),
+    ("robustness", "Robustness (ρ = −2/3)"),
+)
+
+
+FIT_SPLITS = {"val": "validation", "test": "test"}  # calibration.csv's fit_split → the legend's words
+
+
+def temperature_label(calibration: pd.DataFrame) -> str:
+    """The legend entry of the temperature: where it was fitted, from calibration.csv's ``fit_split``
+    (``val`` unless the config sets ``calibration: fit_on: test``); no claim without that column."""
+    if "fit_split" not in calibration or calibration["fit_split"].isna().all():
+        return "Temperature"
+    splits = sorted({FIT_SPLITS.get(str(s), str(s)) for s in calibration["fit_split"].dropna()})
+    return f"Temperature (fitted on {' and '.join(splits)})"
+
+
+def _by_state(ax, df, y, *, dashes=None, style=None, legend=False, err=None) -> None:
+    kw = dict(style=style, dashes=dashes) if style else {}
+    sns.lineplot(
+        data=df,
+        x="epoch",
+        y=y,
+        hue="state",
+        hue_order=[BEFORE, AFTER],
+        palette=STATE_COLOURS,
+        errorbar=err,
+        ax=ax,
+        legend=legend,
+        marker="o" if df["epoch"].nunique() < 15 else None,
+        markersize=3,
+        **kw,
+    )
+
+
+def calibration_metrics(
+    scores: pd.DataFrame, calibration: pd.DataFrame, title: str, paths: Sequence[str | Path]
+) -> plt.Figure:
+    """Accuracy, ECE, NLL, Brier, NetTrustScore (test set) before/after calibration, and T per epoch."""
+    test = with_state(scores[scores["split"] == "test"])
+    fig, axes = new_figure("calibration_metrics", nrows=2, ncols=3, sharex=True)
+    for ax, (column, name, unit) in zip(axes.flat, METRIC_PANELS):
+        _by_state(ax, test, column, err=errorbar(test))
+        ax.set_title(name)
+        ax.set_ylabel(unit)
+    ax = axes.flat[-1]
+    cal = calibration if "seed" in calibration else calibration.assign(seed=0)
+    sns.lineplot(
+        data=cal,
+        x="epoch",
+        y="temperature",
+        color="black",
+        errorbar=errorbar(cal),
+        ax=ax,
+        marker="o" if cal["epoch"].nunique() < 15 else None,
+        markersize=3,
+    )
+    ax.axhline(1.0, color="0.6", linestyle=":", linewidth=0.8)
+    if cal["temperature"].max() / max(cal["temperature"].min(), 1e-12) > 20:
+        ax.set_yscale("log")
+    ax.set_title("Fitted temperature")
+    ax.set_ylabel("T (1 = no scaling)")
+    for ax in axes.flat:
+        integer_epochs(ax)
+        ax.set_xlabel("Epoch" if ax in axes[1] else "")
+    fig.suptitle(f"{title}: calibration metrics on the test set")
+    handles = state_handles() + [Line2D([], [], color="black", label=temperature_label(cal))]
+    figure_legend(fig, handles, seed_note(test))
+    return save(fig, paths)
+
+
+def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
+    """Geometric accuracy, decisiveness and robustness, reported (solid) and measured (dashed)."""
+    test = with_state(scores[scores["split"] == "test"])
+    fig, axes = new_figure("geometric_metrics", ncols=3, sharex=True, sharey=True)
+    for ax, (column, name) in zip(axes, GEOMETRIC_PANELS):
+        long = test.melt(
+            id_vars=["epoch", "seed", "state"],
+            value_vars=[column, f"{column}_measured"],
+            var_name="kind",
+            value_name="value",
+        )
+        long["kind"] = long["kind"].map({column: "Reported", f"{column}_measured": "Measured"})
+        _by_state(ax, long, "value", style="kind", dashes={"Reported": "", "Measured": DASHED}, err=errorbar(test))
+        ax.set_title(name)
+        ax.set_ylabel("generalized mean of p(true class)" if ax is axes[0] else "")
+        ax.set_xlabel("Epoch")
+        integer_epochs(ax)
+    handles = state_handles() + [
+        Line2D([], [], color="0.3", label="Reported"),
+        Line2D([], [], color="0.3", linestyle="--", label="Measured"),
+    ]
+    fig.suptitle(f"{title}: geometric accuracy family on the test set")
+    figure_legend(fig, handles, seed_note(test))
+    return save(fig, paths)
+
+
+def network_opinion(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
+    """The network opinion (b, d, u) per epoch, before and after calibration."""
+    net = with_state(network_rows(trust))
+    fig, axes = new_figure("network_opinion", ncols=3, sharex=True)
+    for ax, (component, name) in zip(axes, COMPONENTS):
+        _by_state(ax, net, component, err=errorbar(net))
+        ax.set_title(name)
+        ax.set_ylabel(f"{component} (opinion mass)")
+        ax.set_xlabel("Epoch")
+        integer_epochs(ax)
+    plain_numbers(axes[2])
+    fig.suptitle(f"{title}: network opinion (cumulative fusion of the label opinions)")
+    figure_legend(fig, state_handles(), seed_note(net))
+    return save(fig, paths)

@@ -1,0 +1,295 @@
+"""Every figure of the workflow, declared once, and the entry points that draw them.
+
+A :class:`FigureSpec` holds all that the rest of the project needs to know
+about one figure: the rules (workflow/rules/figures.smk, through the helpers
+of common.smk) take their inputs, outputs, parameters and report entries
+from it, ``trustcal assess`` and the Python API the tables it needs, the
+README its line in the table of figures (:func:`readme_table`, checked by
+tests/test_figures.py), and the tests the list of figures. Adding a figure
+is a drawing function (in :mod:`.epochs` or :mod:`.distributions`, with its
+size in ``style.FIGURE_SIZES``), a record in ``FIGURES`` and a caption file
+in workflow/report/.
+
+Reading this module imports no matplotlib: Snakemake reads it each time it
+parses the workflow, and the drawing modules are imported when a figure is
+first drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trustcal.errors import TrustcalError
+from trustcal.measures.trust import TRUST_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+
+class _Lazy:
+    """A module of this package, imported on first use."""
+
+    def __init__(self, module: str):
+        self._module = module
+
+    def __getattr__(self, name: str):
+        return getattr(import_module(self._module, __package__), name)
+
+
+style, epochs, distributions = _Lazy(".style"), _Lazy(".epochs"), _Lazy(".distributions")
+
+# Table name → (the columns a figure needs, the rule that writes the table); the workflow's
+# file of a table is ``{name}.csv`` of each seed.
+TABLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "trust": (TRUST_COLUMNS, "trust"),
+    "history": (("epoch", "train_loss", "val_loss"), "train"),
+    "trust_sweep": (
+        ("epoch", "calibrated", "clusters", "representative", "belief", "disbelief", "uncertainty"),
+        "trust",
+    ),
+    "scores": (("epoch", "calibrated", "split", "accuracy", "nll", "ece", "brier", "net_trust_score"), "scores"),
+    "calibration": (("epoch", "temperature", "fit_split"), "calibrate"),
+    "reliability": (
+        (
+            "epoch",
+            "calibrated",
+            "split",
+            "curve",
+            "bin",
+            "bin_lower",
+            "bin_upper",
+            "mean_predicted",
+            "observed_frequency",
+            "count",
+        ),
+        "scores",
+    ),
+    "trust_spectrum": (("epoch", "calibrated", "split", "label", "trust"), "scores"),
+    "trust_density": (("epoch", "calibrated", "split", "label", "trust", "density"), "scores"),
+}
+
+# The rules that draw the figures (workflow/rules/figures.smk), split by what they read so that a
+# trust parameter redraws only the trust figures.
+JOBS = {
+    "figures": "the trust tables and the training history",
+    "metric_figures": "the score tables",
+}
+# Report sections under each dataset (Snakemake report subcategories), in reading order.
+PAPER, PER_EPOCH, CHOSEN, VARIANTS = "1 Paper figures", "2 Metrics per epoch", "3 Chosen epochs", "4 Trust variants"
+STAGES = (PAPER, PER_EPOCH, CHOSEN, VARIANTS)
+
+# draw(tables, title, paths, options) → the figure; tables maps a name of TABLES to its frame (with a
+# ``seed`` column), options holds ``dataset`` and the config values of ``FigureSpec.params``.
+Drawer = Callable[[Mapping[str, "pd.DataFrame"], str, Sequence[str], Mapping[str, Any]], "Figure"]
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure: how to draw it, what it reads, where it goes and how it is described."""
+
+    name: str  # file stem: results/figures/{dataset}/{name}.{png,pdf}
+    draw: Drawer
+    tables: tuple[str, ...]  # the tables of TABLES it reads
+    job: str  # the rule of JOBS that draws it
+    stage: str  # its section of the Snakemake report (STAGES), under its dataset
+    caption: str  # its caption in the report: a reStructuredText file of workflow/report/ (Jinja: snakemake.config)
+    summary: str  # what it shows, in one line: the README's table of figures
+    series: bool  # the epoch on the x axis: trustcal assess draws it only for two or more epochs
+    params: tuple[str, ...] = ()  # config keys it reads: rule params (a change redraws it) and draw options
+
+
+FIGURES: dict[str, FigureSpec] = {
+    f.name: f
+    for f in (
+        FigureSpec(
+            "trust_grid",
+            lambda t, title, paths, o: epochs.trust_grid(t["trust"], title, paths, o.get("dataset")),
+            tables=("trust",),
+            job="figures",
+            stage=PAPER,
+            caption="trust_grid.rst",
+            series=True,
+            summary="paper Fig. 1/2: belief, disbelief and uncertainty per label against epoch, before and after "
+            "calibration",
+        ),
+        FigureSpec(
+            "loss_curves",
+            lambda t, title, paths, o: epochs.loss_curves(t["history"], title, paths),
+            tables=("history",),
+            job="figures",
+            stage=PAPER,
+            caption="loss_curves.rst",
+            series=True,
+            summary="paper Fig. 3: training and validation loss; the validation minimum is marked",
+        ),
+        FigureSpec(
+            "calibration_metrics",
+            lambda t, title, paths, o: epochs.calibration_metrics(t["scores"], t["calibration"], title, paths),
+            tables=("scores", "calibration"),
+            job="metric_figures",
+            stage=PER_EPOCH,
+            caption="calibration_metrics.rst",
+            series=True,
+            summary="accuracy, ECE, NLL, Brier and NetTrustScore against epoch, before and after calibration, and the "
+            "fitted temperature",
+        ),
+        FigureSpec(
+            "geometric_metrics",
+            lambda t, title, paths, o: epochs.geometric_metrics(t["scores"], title, paths),
+            tables=("scores",),
+            job="metric_figures",
+            stage=PER_EPOCH,
+            caption="geometric_metrics.rst",
+            series=True,
+            summary="geometric accuracy, decisiveness and robustness against epoch, reported (solid) and measured "
+            "(dashed)",
+        ),
+        FigureSpec(
+            "network_opinion",
+            lambda t, title, paths, o: epochs.network_opinion(t["trust"], title, paths),
+            tables=("trust",),
+            job="figures",
+            stage=PER_EPOCH,
+            caption="network_opinion.rst",
+            series=True,
+            summary="the network opinion (b, d, u) against epoch, before and after calibration",
+        ),
+        FigureSpec(
+            "reliability",
+            lambda t, title, paths, o: distributions.reliability(
+                t["reliability"], t["history"], title, paths, t["scores"]
+            ),
+            tables=("reliability", "history", "scores"),
+            job="metric_figures",
+            stage=CHOSEN,
+            caption="reliability.rst",
+            series=False,
+            summary="top-label reliability diagrams with the confidence histogram, for the first, best-validation-loss "
+            "and last epoch",
+        ),
+        FigureSpec(
+            "trust_spectrum",
+            lambda t, title, paths, o: distributions.trust_spectrum(
+                t["trust_spectrum"], t["history"], title, paths, o.get("dataset"), t["scores"]
+            ),
+            tables=("trust_spectrum", "history", "scores"),
+            job="metric_figures",
+            stage=CHOSEN,
+            caption="trust_spectrum.rst",
+            series=False,
+            summary="NetTrustScore trust spectrum T(z) per label at the same three epochs",
+        ),
+        FigureSpec(
+            "trust_density",
+            lambda t, title, paths, o: distributions.trust_density(
+                t["trust_density"], t["history"], title, paths, o.get("dataset")
+            ),
+            tables=("trust_density", "history"),
+            job="metric_figures",
+            stage=CHOSEN,
+            caption="trust_density.rst",
+            series=False,
+            summary="trust density per label at the same three epochs (log scale)",
+        ),
+        FigureSpec(
+            "cluster_sweep",
+            lambda t, title, paths, o: distributions.cluster_sweep(
+                t["trust_sweep"], title, paths, o.get("clusters") or 10
+            ),
+            tables=("trust_sweep",),
+            job="figures",
+            stage=VARIANTS,
+            caption="cluster_sweep.rst",
+            series=False,
+            params=("clusters",),
+            summary="network opinion against the number of clusters M (2–100), midpoint against cluster-mean "
+            "representative",
+        ),
+        FigureSpec(
+            "opinion_triangle",
+            lambda t, title, paths, o: distributions.opinion_triangle(t["trust"], title, paths),
+            tables=("trust",),
+            job="figures",
+            stage=VARIANTS,
+            caption="opinion_triangle.rst",
+            series=True,
+            summary="the network opinion of every epoch in the (b, d, u) triangle, with a zoomed view",
+        ),
+    )
+}
+FIGURE_NAMES = tuple(FIGURES)
+
+
+def _paths(value) -> list[str]:
+    return [str(value)] if isinstance(value, (str, Path)) else [str(v) for v in value]
+
+
+def draw(
+    name: str,
+    tables: Mapping[str, pd.DataFrame],
+    title: str,
+    paths: Sequence[str | Path],
+    dataset: str | None = None,
+    clusters: int | None = None,
+    **options,
+) -> Figure:
+    """Draw figure ``name`` of ``FIGURES`` from in-memory tables (a missing ``seed`` column means one seed);
+    save it to ``paths`` (none: only return it) and return the figure.
+
+    ``tables`` maps a table name of ``TABLES`` to its DataFrame (the workflow's
+    CSV columns); only the tables the figure needs are looked up. ``clusters``
+    and the other ``options`` are the config values of ``FigureSpec.params``.
+    """
+    if name not in FIGURES:
+        raise TrustcalError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
+
+    class _Seeded(dict):
+        def __missing__(self, key):
+            df = tables[key]
+            self[key] = df if "seed" in df else df.assign(seed=0)
+            return self[key]
+
+    return FIGURES[name].draw(_Seeded(), title, _paths(paths), dict(options, dataset=dataset, clusters=clusters))
+
+
+def render_figures(
+    dataset: str,
+    inputs: Mapping[str, Sequence[str]],
+    outputs: Mapping[str, Sequence[str]],
+    clusters: int | None = None,
+    **options,
+) -> None:
+    """Draw each figure named in ``outputs`` (name → its PNG/PDF paths) from the per-seed CSV files in ``inputs``.
+
+    ``inputs`` maps a table name of ``TABLES`` to its files, one per seed
+    (``…/seed{N}/…``); each table is read once, when a figure first needs it.
+    ``clusters`` and the other ``options`` (the rule's params) go to :func:`draw`.
+    This is what the Snakemake rules call.
+    """
+    unknown = sorted(set(outputs) - set(FIGURES))
+    if unknown:
+        raise TrustcalError(f"unknown figure(s) {unknown}; known: {sorted(FIGURES)}")
+
+    class _Tables(dict):
+        def __missing__(self, name):
+            if name not in inputs:
+                raise TrustcalError(f"a figure needs the {name} table, but no {name} file was given")
+            columns, rule = TABLES[name]
+            self[name] = style.concat_seeds(_paths(inputs[name]), columns, rule=rule)
+            return self[name]
+
+    tables = _Tables()
+    title = style.DATASET_TITLES.get(dataset, dataset)
+    for name, paths in outputs.items():
+        draw(name, tables, title, paths, dataset=dataset, clusters=clusters, **options)
+
+
+def readme_table() -> str:
+    """The README's table of figures (Markdown), one row per figure of ``FIGURES``."""
+    rows = ["| figure | shows |", "|---|---|"] + [f"| `{f.name}` | {f.summary} |" for f in FIGURES.values()]
+    return "\n".join(rows) + "\n"

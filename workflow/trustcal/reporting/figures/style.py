@@ -1,0 +1,239 @@
+"""The look shared by every figure, and the tidy-table helpers the figures share.
+
+One style throughout: Okabe–Ito colours for categories, the same colour for
+the same thing in every figure (before calibration vermillion, after
+calibration blue; training grey, validation green; label z the same viridis
+shade everywhere), fonts of 7–9 pt at the printed size, legends outside the
+axes. Figure sizes are fixed (``FIGURE_SIZES``, inches at ``DPI``), so a PNG
+always has the same pixel size.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # in a notebook, keep its backend: figures of the API are shown inline
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from trustcal.errors import TrustcalError  # noqa: E402
+from trustcal.files import atomic_path, read_csv  # noqa: E402
+
+DATASET_TITLES = {"mnist": "MNIST (MLP)", "cifar10": "CIFAR-10 (CNN)"}
+LABEL_NAMES = {
+    "cifar10": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"],
+}
+
+# --------------------------------------------------------------------------- style
+
+DPI = 200
+COLUMN_WIDTH = 3.4  # inches, one column of a two-column paper
+FULL_WIDTH = 7.0  # inches, the full text width
+FIGURE_SIZES: dict[str, tuple[float, float]] = {
+    "trust_grid": (FULL_WIDTH, 4.3),
+    "loss_curves": (COLUMN_WIDTH, 2.9),
+    "calibration_metrics": (FULL_WIDTH, 4.4),
+    "geometric_metrics": (FULL_WIDTH, 2.6),
+    "network_opinion": (FULL_WIDTH, 2.5),
+    "reliability": (FULL_WIDTH, 5.6),
+    "trust_spectrum": (FULL_WIDTH, 2.8),
+    "trust_density": (FULL_WIDTH, 5.6),
+    "cluster_sweep": (FULL_WIDTH, 4.5),
+    "opinion_triangle": (FULL_WIDTH, 3.3),
+}
+
+BEFORE, AFTER = "Before calibration", "After calibration"
+STATE_NAMES = {False: BEFORE, True: AFTER}
+STATE_COLOURS = {BEFORE: "#D55E00", AFTER: "#0072B2"}  # Okabe–Ito vermillion / blue
+SET_COLOURS = {"Training": "#555555", "Validation": "#009E73"}  # grey / bluish green
+LABEL_CMAP = "viridis"
+COMPONENTS = (("belief", "Belief (trust)"), ("disbelief", "Disbelief"), ("uncertainty", "Uncertainty"))
+WHICH = ("first", "best", "last")
+WHICH_TITLES = {"first": "First epoch", "best": "Best validation loss", "last": "Last epoch"}
+DASHED = (4, 2)
+DENSITY_FLOOR = 1e-2  # lower y limit of the log-scale trust densities
+
+
+def set_style() -> None:
+    sns.set_theme(context="paper", style="whitegrid")
+    plt.rcParams.update(
+        {
+            "font.size": 8,
+            "axes.titlesize": 8.5,
+            "axes.labelsize": 8,
+            "xtick.labelsize": 7,
+            "ytick.labelsize": 7,
+            "legend.fontsize": 7,
+            "legend.title_fontsize": 7.5,
+            "figure.titlesize": 9.5,
+            "figure.dpi": 100,
+            "savefig.dpi": DPI,
+            "lines.linewidth": 1.2,
+            "axes.linewidth": 0.6,
+            "grid.linewidth": 0.4,
+            "pdf.fonttype": 42,
+            "ps.fonttype": 42,  # embed TrueType: editable text in the PDF
+        }
+    )
+
+
+def new_figure(name: str, **subplots) -> tuple[plt.Figure, np.ndarray | plt.Axes]:
+    set_style()
+    return plt.subplots(figsize=FIGURE_SIZES[name], layout="constrained", **subplots)
+
+
+def save(fig: plt.Figure, paths: Sequence[str | Path]) -> plt.Figure:
+    """Save one figure to each path (format from the suffix), atomically, at a fixed size; return it.
+
+    No ``bbox_inches="tight"``: the constrained layout keeps everything inside
+    the canvas, and a PNG is always ``FIGURE_SIZES[name] × DPI`` pixels. The
+    figure is closed in pyplot (no figure piles up, and a notebook shows a
+    returned figure once); with no paths it is only returned (the Python API).
+    """
+    for path in paths:
+        fmt = Path(path).suffix.lstrip(".")
+        metadata = {"CreationDate": None} if fmt == "pdf" else None  # byte-stable PDFs
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=DPI, metadata=metadata)
+        fig.set_layout_engine("none")  # keep the layout of the first save: it is the slow part
+    plt.close(fig)
+    return fig
+
+
+# --------------------------------------------------------------------------- tidy helpers
+
+
+def concat_seeds(paths: Iterable[str | Path], columns: tuple[str, ...], rule: str) -> pd.DataFrame:
+    """Read one table per seed (``…/seed{N}/…``) into one frame with a ``seed`` column."""
+    frames = []
+    for path in paths:
+        df = read_csv(path, columns, rule=rule)
+        seed = next((p[4:] for p in Path(path).parts if p.startswith("seed") and p[4:].isdigit()), "0")
+        frames.append(df.assign(seed=int(seed)))
+    if not frames:
+        raise TrustcalError(f"no {rule} table given")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _bool(series: pd.Series) -> pd.Series:
+    return series.astype(str).str.lower().isin(("true", "1", "1.0"))
+
+
+def with_state(df: pd.DataFrame) -> pd.DataFrame:
+    """Add ``state`` ("Before calibration" / "After calibration") from ``calibrated``."""
+    df = df.copy()
+    df["calibrated"] = _bool(df["calibrated"])
+    df["state"] = df["calibrated"].map(STATE_NAMES)
+    if "seed" not in df:
+        df["seed"] = 0
+    return df
+
+
+def n_seeds(df: pd.DataFrame) -> int:
+    return int(df["seed"].nunique()) if "seed" in df else 1
+
+
+def seed_note(df: pd.DataFrame) -> str:
+    n = n_seeds(df)
+    return f"mean ± sd over {n} seeds" if n > 1 else "1 seed"
+
+
+def errorbar(df: pd.DataFrame):
+    return "sd" if n_seeds(df) > 1 else None
+
+
+def class_rows(trust: pd.DataFrame) -> pd.DataFrame:
+    """The per-label rows of a trust table, with an integer ``label``."""
+    out = trust[trust["label"].astype(str) != "network"].copy()
+    out["label"] = out["label"].astype(float).astype(int)
+    return out
+
+
+def network_rows(trust: pd.DataFrame) -> pd.DataFrame:
+    return trust[trust["label"].astype(str) == "network"].copy()
+
+
+def label_colours(n_labels: int) -> dict[int, tuple]:
+    """Label z → its viridis shade; the same in every figure of ``n_labels`` labels."""
+    cmap = matplotlib.colormaps[LABEL_CMAP]
+    return {z: cmap(z / max(n_labels - 1, 1)) for z in range(n_labels)}
+
+
+def label_count(labels: Iterable[int]) -> int:
+    return max(10, int(max(labels)) + 1)
+
+
+def label_colourbar(fig: plt.Figure, axes, n_labels: int, dataset: str | None = None, **kw) -> None:
+    """A discrete colour bar naming each label (paper Figures 1–2 style)."""
+    colours = label_colours(n_labels)
+    cmap = matplotlib.colors.ListedColormap([colours[z] for z in range(n_labels)])
+    norm = matplotlib.colors.BoundaryNorm(np.arange(n_labels + 1) - 0.5, n_labels)
+    cbar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, ticks=range(n_labels), **kw)
+    names = LABEL_NAMES.get(dataset or "")
+    if names and len(names) == n_labels:
+        cbar.ax.set_yticklabels([f"{z} {n}" for z, n in enumerate(names)])
+    cbar.ax.tick_params(labelsize=6.5, length=0)
+    cbar.set_label("Label")
+    cbar.outline.set_linewidth(0.4)
+
+
+def state_handles() -> list:
+    return [Line2D([], [], color=c, label=s) for s, c in STATE_COLOURS.items()]
+
+
+def figure_legend(fig: plt.Figure, handles: list, title: str, ncols: int | None = None) -> None:
+    """One legend for the figure, below the panels (it never covers data)."""
+    fig.legend(handles=handles, loc="outside lower center", ncols=ncols or len(handles), title=title, frameon=False)
+
+
+def integer_epochs(ax: plt.Axes) -> None:
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+
+
+def plain_numbers(ax: plt.Axes, axis: str = "y") -> None:
+    """Tick labels as plain numbers (0.0012), never an offset or ×10ⁿ text that could hit a title."""
+    fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}")
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
+
+
+def chosen_epochs(history: pd.DataFrame) -> pd.DataFrame:
+    """Per seed: the first epoch, the best-validation epoch and the last epoch.
+
+    "Best" is the epoch of minimum validation loss (``val_loss`` in history.csv;
+    the earliest on a tie), as early stopping would choose it — the same
+    criterion as the overfitting onset of the reproduction verdict.
+    """
+    rows = []
+    for seed, h in history.groupby("seed"):
+        h = h.sort_values("epoch")
+        loss = h["val_loss"].astype(float)
+        best = int(h.loc[loss.idxmin(), "epoch"]) if loss.notna().any() else int(h["epoch"].iloc[-1])
+        for which, epoch in zip(WHICH, (int(h["epoch"].iloc[0]), best, int(h["epoch"].iloc[-1]))):
+            rows.append(dict(seed=seed, which=which, epoch=epoch))
+    return pd.DataFrame(rows, columns=["seed", "which", "epoch"])
+
+
+def epochs_text(epochs: Iterable[int]) -> str:
+    e = sorted(set(int(x) for x in epochs))
+    if len(e) == 1:
+        return f"epoch {e[0]}"
+    if len(e) <= 4:
+        return "epochs " + ", ".join(map(str, e))
+    return f"epochs {e[0]}–{e[-1]}"
+
+
+def which_titles(chosen: pd.DataFrame) -> dict[str, str]:
+    return {w: f"{WHICH_TITLES[w]} ({epochs_text(chosen.loc[chosen['which'] == w, 'epoch'])})" for w in WHICH}
+
+
+def select_chosen(df: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
+    """Rows of ``df`` at each seed's chosen epochs, with a ``which`` column (a row may serve twice)."""
+    return df.merge(chosen, on=["seed", "epoch"], how="inner")

@@ -1,0 +1,167 @@
+"""The reproduction verdict: every result statement of the paper (Ouattara §7, with the abstract and
+conclusion where they speak of these experiments) against our tables, with its uncertainty.
+
+**Claims.** Each quantitative or directional statement is a :class:`Claim` with the paper's words
+(``quote``), what we measure and a decision rule. Before- and after-calibration statements are
+separate claims. A measure is computed per training seed from ``trust.csv`` (per-label opinions),
+``history.csv`` (losses) and, when present, ``trust_bootstrap.npz`` (the same opinions on resamples
+of the test set, :mod:`trustcal.measures.bootstrap`); measures are vectorised over those resamples.
+
+**Uncertainty.** Over seeds: mean ± sd (n seeds). Over test samples: the percentile interval of the
+seed mean over the bootstrap resamples (the same resamples for every seed: one test set). The two
+are independent sources, so the decision interval adds their half-widths in quadrature::
+
+    lo = mean − √((mean − q_lo)² + (t·sd/√n)²),   hi = mean + √((q_hi − mean)² + (t·sd/√n)²)
+
+with q the bootstrap quantiles and t Student's 97.5 % quantile with n − 1 degrees of freedom (no
+seed term for one seed). Claims about the training history have no test-set term.
+
+**Decision** (an equivalence test on that interval): *reproduced* when the whole interval lies in the
+claim's band (``near``: paper value ± tolerance; ``at_most``: ≤ bound; ``at_least``: ≥ bound), *not
+reproduced* when it lies wholly outside, *inconclusive* when it straddles an edge. Each seed is also
+decided on its own bootstrap interval; seeds that disagree are named. A claim is *not comparable* when
+its dataset is not in the run, the run is too short, or the paper's number cannot come from the
+algorithm it describes.
+
+**Tolerances.** Opinion masses ± ``MASS_TOLERANCE`` = 0.05: the paper's values are read off line plots
+of ten overlapping label curves and given to two decimals. Per-label statements use the mean over the
+ten class opinions (not the network opinion).
+"""
+
+from trustcal.reporting.verdict.claims import (
+    ABSTRACT_IMPROVED,
+    CLAIMS,
+    CONCLUSION_IMPROVED,
+    CONCLUSION_STABLE,
+    GAP_TOLERANCE,
+    INTRO_STABLE,
+    INTRO_STABLE_QUOTE,
+    MASS_TOLERANCE,
+    ONSET_TOLERANCE,
+    OVERALL,
+    OVERALL_QUOTE,
+    PAPER_SETTINGS,
+    TENSIONS,
+    UNCERTAINTY_REASON,
+    Claim,
+    Tension,
+    invariance_note,
+    settings_notes,
+)
+from trustcal.reporting.verdict.evaluation import (
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    T975,
+    VERDICT_COLUMNS,
+    Estimate,
+    decide,
+    decision_rule,
+    describe_flagged,
+    evaluate,
+    evaluate_claim,
+    is_direction,
+    t975,
+)
+from trustcal.reporting.verdict.render import (
+    DECISION_TEXT,
+    HEADER,
+    INTRO,
+    VERDICT_COLOURS,
+    render_html,
+    render_markdown,
+    verdict_stage,
+    write_verdict,
+)
+from trustcal.reporting.verdict.runs import (
+    AFTER,
+    BEFORE,
+    COMPONENTS,
+    LATE_EPOCH,
+    Run,
+    change,
+    curve,
+    decline_after_onset,
+    final_gap,
+    gap_grows_after_minimum,
+    highest_difference,
+    label_peak,
+    level,
+    load_runs,
+    lowest_difference,
+    mean_gap,
+    overfitting_onset,
+    perfect_classifier_opinion,
+    run_from_tables,
+    spread,
+    stability_gain,
+    start_gap,
+    val_loss_minimum,
+)
+
+__all__ = [
+    "ABSTRACT_IMPROVED",
+    "AFTER",
+    "BEFORE",
+    "CLAIMS",
+    "COMPONENTS",
+    "CONCLUSION_IMPROVED",
+    "CONCLUSION_STABLE",
+    "Claim",
+    "DECISION_TEXT",
+    "Estimate",
+    "GAP_TOLERANCE",
+    "HEADER",
+    "INCONCLUSIVE",
+    "INTRO",
+    "INTRO_STABLE",
+    "INTRO_STABLE_QUOTE",
+    "LATE_EPOCH",
+    "MASS_TOLERANCE",
+    "NOT_COMPARABLE",
+    "NOT_REPRODUCED",
+    "ONSET_TOLERANCE",
+    "OVERALL",
+    "OVERALL_QUOTE",
+    "PAPER_SETTINGS",
+    "REPRODUCED",
+    "Run",
+    "T975",
+    "TENSIONS",
+    "Tension",
+    "UNCERTAINTY_REASON",
+    "VERDICT_COLOURS",
+    "VERDICT_COLUMNS",
+    "change",
+    "curve",
+    "decide",
+    "decision_rule",
+    "decline_after_onset",
+    "describe_flagged",
+    "evaluate",
+    "evaluate_claim",
+    "final_gap",
+    "gap_grows_after_minimum",
+    "highest_difference",
+    "invariance_note",
+    "is_direction",
+    "label_peak",
+    "level",
+    "load_runs",
+    "lowest_difference",
+    "mean_gap",
+    "overfitting_onset",
+    "perfect_classifier_opinion",
+    "render_html",
+    "render_markdown",
+    "run_from_tables",
+    "settings_notes",
+    "spread",
+    "stability_gain",
+    "start_gap",
+    "t975",
+    "val_loss_minimum",
+    "verdict_stage",
+    "write_verdict",
+]
