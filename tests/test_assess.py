@@ -29,6 +29,7 @@ from trustcal.assessment import assess
 from trustcal.calibration.temperature import softmax
 from trustcal.errors import TrustcalError
 from trustcal.files import read_npz
+from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams, trust_opinions
 from trustcal.predictions import PredictionError, PredictionFile, ReadOptions, series, validation
 from trustcal.reporting.tables import MetricParams, SweepParams
@@ -88,7 +89,7 @@ def test_author_mnist_series_is_assessed_end_to_end(author_mnist):
     trust, scores = pd.read_csv(out / "trust.csv"), pd.read_csv(out / "scores.csv")
     assert list(trust.columns) == [
         "epoch",
-        "calibrated",
+        "calibrator",
         "label",
         "belief",
         "disbelief",
@@ -96,7 +97,9 @@ def test_author_mnist_series_is_assessed_end_to_end(author_mnist):
         "base_rate",
         "positive_evidence",
         "negative_evidence",
+        *(f"{c}_{end}" for c in ("belief", "disbelief", "uncertainty") for end in ("lo", "hi")),
     ]
+    assert set(trust["calibrator"]) == {"none", "temperature"}  # the author's bef_/aft_ files
     assert sorted(trust["epoch"].unique()) == MNIST_EPOCHS
     assert len(trust) == len(MNIST_EPOCHS) * 2 * 11 and len(scores) == len(MNIST_EPOCHS) * 2
     for name in ("dynamic_trust", "trust_sweep", "trust_spectrum", "reliability", "trust_density"):
@@ -119,7 +122,9 @@ def test_author_mnist_series_is_assessed_end_to_end(author_mnist):
     # accuracy of the author's epoch-1 file, computed independently
     df = pd.read_csv(MNIST_PRED / "bef_1.csv.gz")
     acc = (df.iloc[:, :10].to_numpy().argmax(1) == df["True Label"]).mean()
-    assert scores.query("epoch == 1 and not calibrated")["accuracy"].item() == pytest.approx(acc)
+    assert scores.query("epoch == 1 and calibrator == 'none'")["accuracy"].item() == pytest.approx(acc)
+    lo, hi = scores.query("epoch == 1 and calibrator == 'none'")[["accuracy_lo", "accuracy_hi"]].squeeze()
+    assert lo < acc < hi  # the 95 % bootstrap interval of the test accuracy
 
 
 @needs_author
@@ -135,7 +140,7 @@ def test_author_mnist_trust_matches_the_paper_after_calibration(author_mnist):
     """
     out = author_mnist[3]
     trust = pd.read_csv(out / "trust.csv")
-    after = trust[trust["calibrated"]]
+    after = trust[trust["calibrator"] == "temperature"]
     labels, net = after[after["label"] != "network"], after[after["label"] == "network"]
     assert labels["belief"].sub(0.65).abs().max() <= 0.06
     assert labels["disbelief"].sub(0.35).abs().max() <= 0.06
@@ -191,11 +196,13 @@ def test_npz_with_validation_logits_is_calibrated_like_the_workflow(tmp_path):
         np.savez(path, test_logits=3 * zt + rng.normal(size=zt.shape), test_labels=yt, val_logits=3 * zv, val_labels=yv)
         paths.append(str(path))
     sweep = SweepParams(clusters=(5, 10), epochs=(1, 3))
-    stages.calibrate_stage(paths, tmp_path / "calibration.csv")
+    states = tmp_path / "temperature.npz"
+    stages.calibrate_stage(paths, states, tmp_path / "calibration.csv")
     wf = {n: str(tmp_path / f"wf_{n}.csv") for n in ("trust", "dynamic_trust", "trust_sweep")}
-    stages.trust_stage(paths, tmp_path / "calibration.csv", wf, TrustParams(), sweep)
+    boot = BootstrapParams()
+    stages.trust_stage(paths, [states], wf, TrustParams(), sweep, boot)
     sc = {n: str(tmp_path / f"wf_{n}.csv") for n in ("scores", "trust_spectrum", "reliability", "trust_density")}
-    stages.scores_stage(paths, tmp_path / "calibration.csv", sc, MetricParams())
+    stages.scores_stage(paths, [states], sc, MetricParams(), boot)
 
     code, stdout, stderr = run(
         "assess",
@@ -219,7 +226,7 @@ def test_npz_with_validation_logits_is_calibrated_like_the_workflow(tmp_path):
             c
             for c in (
                 "epoch",
-                "calibrated",
+                "calibrator",
                 "split",
                 "label",
                 "curve",
@@ -305,11 +312,11 @@ def test_csv_with_named_columns_and_validation_file(tmp_path):
     )
     assert code == 0, stderr
     scores = pd.read_csv(tmp_path / "out" / "scores.csv")
-    assert set(zip(scores["calibrated"], scores["split"])) == {
-        (False, "test"),
-        (True, "test"),
-        (False, "val"),
-        (True, "val"),
+    assert set(zip(scores["calibrator"], scores["split"])) == {
+        ("none", "test"),
+        ("temperature", "test"),
+        ("none", "val"),
+        ("temperature", "val"),
     }
     cal = pd.read_csv(tmp_path / "out" / "calibration.csv")
     assert cal["val_nll_after"].item() <= cal["val_nll_before"].item() + 1e-12

@@ -71,3 +71,94 @@ def test_other_fusions_are_refused():
         bootstrap_opinions(
             probs, labels, np.ones((1, len(labels)), np.float32), TrustParams(cluster_fusion="averaging")
         )
+
+
+def _fixed_bin_ece(probs, labels, idx):
+    """Top-label ECE over the given bin of every sample (the bins of bootstrap_scores' equal-mass ECE)."""
+    conf, hit = probs.max(1), (probs.argmax(1) == labels).astype(float)
+    gap = np.bincount(idx, weights=hit - conf, minlength=idx.max() + 1)
+    return np.abs(gap).sum() / len(labels)
+
+
+def test_each_score_resample_equals_the_metric_on_the_drawn_rows():
+    from trustcal.measures import metrics
+    from trustcal.measures.bootstrap import bootstrap_scores
+    from trustcal.reporting.tables import MetricParams
+
+    probs, labels = predictions(n=400, k=4, seed=5)
+    mp = MetricParams(ece_bins=(10, 7), nts_alpha=0.5, nts_beta=2.0)
+    counts = resample_counts(len(labels), BootstrapParams(resamples=6, seed=2))
+    got = bootstrap_scores(probs, labels, counts, mp)
+    mass = {m: metrics.bin_indices(probs.max(1), m, "mass") for m in mp.ece_bins}  # the full test set's bins
+    n = len(labels)
+    for b in range(len(counts)):
+        rows = np.repeat(np.arange(n), counts[b].astype(int))
+        p, y = probs[rows], labels[rows]
+        want = {
+            "accuracy": metrics.accuracy(p, y),
+            "nll": metrics.nll(p, y),
+            "brier": metrics.brier(p, y),
+            "net_trust_score": metrics.net_trust_score(p, y, 0.5, 2.0),
+            "ece": metrics.ece(p, y, 10),
+            "ece_10": metrics.ece(p, y, 10),
+            "ece_7": metrics.ece(p, y, 7),
+            "classwise_ece": metrics.classwise_ece(p, y, 10),
+            "ks_error": metrics.ks_error(p, y),
+            "mean_confidence": float(p.max(1).mean()),
+            **{f"ece_mass_{m}": _fixed_bin_ece(p, y, mass[m][rows]) for m in mp.ece_bins},
+        }
+        for name, value in want.items():
+            # float32 products summed over n terms, each |term| ≤ 27.7 (−log 1e-12): n·eps32·27.7 bounds the error
+            assert got[name][b] == pytest.approx(value, abs=float(n * np.finfo(np.float32).eps * 27.7)), name
+    assert set(got) >= set(want)
+
+
+def test_score_interval_matches_the_spread_over_fresh_test_sets():
+    """The bootstrap sd of the ECE and the accuracy matches their spread over fresh test sets of the same model."""
+    from trustcal.measures import metrics
+    from trustcal.measures.bootstrap import bootstrap_scores
+    from trustcal.reporting.tables import MetricParams
+
+    rng = np.random.default_rng(4)
+    k, n = 3, 2000
+
+    def draw():
+        y = rng.integers(0, k, n)
+        logits = rng.normal(size=(n, k)) + 2.0 * np.eye(k)[y]
+        return np.exp(logits) / np.exp(logits).sum(1, keepdims=True), y
+
+    fresh = np.array([[metrics.ece(*s), metrics.accuracy(*s)] for s in (draw() for _ in range(200))])
+    probs, labels = draw()
+    boot = bootstrap_scores(probs, labels, resample_counts(n, BootstrapParams(resamples=400)), MetricParams())
+    for i, name in enumerate(("ece", "accuracy")):
+        # the sd of an sd estimate from 200 draws is ~5 %; allow four of those on each side
+        assert 0.8 < boot[name].std() / fresh[:, i].std() < 1.25, name
+
+
+def test_l2_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows():
+    from trustcal.measures import metrics
+    from trustcal.measures.bootstrap import bootstrap_scores
+    from trustcal.reporting.tables import MetricParams
+
+    probs, labels = predictions(n=300, k=3, seed=9)
+    probs[:40] = probs[0]  # a group of tied confidences (one threshold accepts or rejects all of them)
+    counts = resample_counts(len(labels), BootstrapParams(resamples=5, seed=1))
+    got = bootstrap_scores(probs, labels, counts, MetricParams(l2_bins=6))
+    conf, hit = probs.max(1), (probs.argmax(1) == labels).astype(float)
+    idx = metrics.bin_indices(conf, 6, "mass")  # the full test set's equal-mass bins
+    for b in range(len(counts)):
+        rows = np.repeat(np.arange(len(labels)), counts[b].astype(int))
+        p, y = probs[rows], labels[rows]
+        # aurc: the drawn copies of a sample are ties of it, the same groups as the weighted sum
+        assert got["aurc"][b] == pytest.approx(metrics.aurc(p, y), abs=1e-12)
+        assert got["eaurc"][b] == pytest.approx(metrics.eaurc(p, y), abs=1e-12)
+        n_b = np.bincount(idx[rows], minlength=6)
+        gap = np.bincount(idx[rows], weights=conf[rows] - hit[rows], minlength=6) / np.maximum(n_b, 1)
+        acc = np.bincount(idx[rows], weights=hit[rows], minlength=6) / np.maximum(n_b, 1)
+        plugin = np.sqrt(np.sum(n_b * gap**2) / len(rows))
+        debiased = np.sum(np.where(n_b >= 2, n_b * (gap**2 - acc * (1 - acc) / np.maximum(n_b - 1, 1)), 0)) / len(rows)
+        # float32 sums of n terms ≤ 1 each, squared: 4·n·eps32 bounds the error of the squares
+        assert got["l2_ece"][b] ** 2 == pytest.approx(plugin**2, abs=float(4 * len(rows) * np.finfo(np.float32).eps))
+        assert got["l2_ece_debiased"][b] ** 2 == pytest.approx(
+            max(debiased, 0.0), abs=float(4 * len(rows) * np.finfo(np.float32).eps)
+        )

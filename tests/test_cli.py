@@ -84,6 +84,9 @@ def test_json_is_the_only_output_on_stdout(series, tmp_path):
     scores = pd.read_csv(out / "scores.csv").query("split == 'test'")
     trust = pd.read_csv(out / "trust.csv").query("label == 'network'")
     assert [(r["epoch"], r["calibrated"]) for r in doc["epochs"]] == [(1, False), (2, False)]
+    assert [(r["epoch"], r["calibrator"]) for r in doc["calibrators"]] == [(1, "none"), (2, "none")]
+    for row in doc["epochs"]:  # every number with its bootstrap interval
+        assert row["ece_lo"] <= row["ece"] <= row["ece_hi"] and row["belief_lo"] <= row["belief_hi"]
     for row in doc["epochs"]:
         s = scores[scores["epoch"] == row["epoch"]].iloc[0]
         t = trust[trust["epoch"] == row["epoch"]].iloc[0]

@@ -2,7 +2,7 @@
 
 envs/train.yaml (download, prepare, train, logits) is the core dependencies plus
 the `train` extra; envs/analysis.yaml (every other rule) is the core
-dependencies alone, without torch. Each rule names its environment relative to
+dependencies and the `calibration` extra, without torch. Each rule names its environment relative to
 its rule file, and the analysis rules' scripts never import torch.
 """
 
@@ -22,6 +22,7 @@ SCRIPTS_DIR = REPO / "workflow" / "scripts"
 TRAIN_RULES = {"download", "prepare", "train", "logits"}
 ANALYSIS_RULES = {
     "calibrate",
+    "calibration_table",
     "trust",
     "trust_bootstrap",
     "scores",
@@ -82,11 +83,12 @@ def test_train_env_is_core_plus_train_extra():
     assert packages == expected
 
 
-def test_analysis_env_is_core_without_torch():
+def test_analysis_env_is_core_and_calibration_without_torch():
     project = pyproject()
     python, packages = env_packages("analysis")
     assert python == project["requires-python"]
-    assert packages == requirements(project["dependencies"])
+    expected = requirements(project["dependencies"]) | requirements(project["optional-dependencies"]["calibration"])
+    assert packages == expected
     assert not TORCH & set(packages)
 
 
@@ -131,7 +133,7 @@ def test_scripts_import_only_what_their_env_provides(rule):
     provided = set(env_packages(env)[1])
     project = pyproject()
     known = set(requirements(project["dependencies"]))  # the project's own dependencies, by distribution name
-    for extra in ("train", "workflow"):
+    for extra in ("train", "workflow", "calibration"):
         known |= set(requirements(project["optional-dependencies"][extra]))
     loaded = {IMPORT_NAMES.get(m, m) for m in loaded_packages(info["file"].parent / info["script"])}
     assert loaded & known <= provided, (rule, env, sorted(loaded & known - provided))

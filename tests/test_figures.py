@@ -12,6 +12,7 @@ from PIL import Image
 
 from trustcal.errors import TrustcalError
 from trustcal.files import write_csv
+from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
 from trustcal.reporting import figures
 from trustcal.reporting.figures import registry
@@ -19,6 +20,7 @@ from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, sc
 
 REPO = Path(__file__).resolve().parents[1]
 EPOCHS = 5
+BOOTSTRAP = BootstrapParams(resamples=50)
 N, K = 150, 10
 
 
@@ -31,10 +33,11 @@ def predictions(seed: int, epochs: int = EPOCHS) -> list[Predictions]:
         noise = rng.normal(size=(n, K))
         for epoch in range(1, epochs + 1):
             logits = (1.0 + epoch) * (np.eye(K)[labels] + 0.8 * noise)
-            for calibrated, t in ((False, 1.0), (True, 1.0 + 0.4 * epoch)):
+            # the raw model, the paper's temperature scaling and a third calibrator (the comparison figures)
+            for calibrator, t in (("none", 1.0), ("temperature", 1.0 + 0.4 * epoch), ("vector", 1.2 + 0.3 * epoch)):
                 z = logits / t
                 p = np.exp(z - z.max(axis=1, keepdims=True))
-                out.append(Predictions(epoch, calibrated, split, p / p.sum(axis=1, keepdims=True), labels))
+                out.append(Predictions(epoch, calibrator, split, p / p.sum(axis=1, keepdims=True), labels))
     return out
 
 
@@ -51,11 +54,16 @@ def write_run(root, dataset: str, seed: int) -> None:
     preds = predictions(seed)
     mp = MetricParams(density_points=21)
     tables = {
-        **trust_tables(preds, TrustParams(), SweepParams(clusters=(2, 5, 10, 20), epochs=(1, 3))),
-        **score_tables(preds, mp),
+        **trust_tables(preds, TrustParams(), SweepParams(clusters=(2, 5, 10, 20), epochs=(1, 3)), BOOTSTRAP),
+        **score_tables(preds, mp, BOOTSTRAP),
         "history": history(seed),
         "calibration": pd.DataFrame(
-            dict(epoch=range(1, EPOCHS + 1), temperature=[1.0 + 0.4 * e for e in range(1, EPOCHS + 1)], fit_split="val")
+            dict(
+                epoch=range(1, EPOCHS + 1),
+                calibrator="temperature",
+                temperature=[1.0 + 0.4 * e for e in range(1, EPOCHS + 1)],
+                fit_split="val",
+            )
         ),
     }
     for name, df in tables.items():

@@ -353,16 +353,18 @@ def test_geometric_metrics_by_hand():
     # bin 1 = [.3, 1] holds .3, .5, 1 (c = 3).
     # Wrong-class probs: row0 .25 .25 .2; row1 .5 0 0; row2 0 0 0; row3 .95 0 0; row4 .25 .25 .25
     #   → bin 1 gets .5 and .95 (w = 2), bin 0 the other 13 (w = 13).
-    # m0 = 2/15, m1 = 3/5, weighted by populations 2 and 3.
-    m, w = [2 / 15, 3 / 5], [2, 3]
+    # Sums of all probabilities in each bin: S0 = (.05 + .25) + (.7 + .75) = 1.75,
+    #   S1 = (.3 + .5 + 1) + (.5 + .95) = 3.25 → observed/expected c/S = 8/7 and 12/13.
+    # Measured m_i = q_i · c/S: [.3·12/13, .5·12/13, 12/13, .05·8/7, .25·8/7] (all within [ε, 1]).
+    m = [0.3 * 12 / 13, 0.5 * 12 / 13, 12 / 13, 0.05 * 8 / 7, 0.25 * 8 / 7]
     got = M.geometric_metrics(HAND_P, HAND_Y, eps=0.01, n_bins=2)
     expected = {
         "geometric_accuracy": pmean(q, 0),
         "decisiveness": pmean(q, 1),
         "robustness": pmean(q, -2 / 3),
-        "geometric_accuracy_measured": pmean(m, 0, w),
-        "decisiveness_measured": pmean(m, 1, w),
-        "robustness_measured": pmean(m, -2 / 3, w),
+        "geometric_accuracy_measured": pmean(m, 0),
+        "decisiveness_measured": pmean(m, 1),
+        "robustness_measured": pmean(m, -2 / 3),
     }
     expected["confidence_slope"] = (expected["decisiveness_measured"] - expected["robustness_measured"]) / (
         expected["decisiveness"] - expected["robustness"]
@@ -371,27 +373,46 @@ def test_geometric_metrics_by_hand():
     table = M.geometric_bins(HAND_P, HAND_Y, eps=0.01, n_bins=2)
     assert table[["n_correct", "n_wrong"]].to_numpy().tolist() == [[2, 13], [3, 2]]
     assert table["lower"].tolist() == [0.0, 0.3] and table["upper"].tolist() == [0.3, 1.0]
+    # histogram: reported = S/(c + w), measured = c/(c + w), ratio = c/S, mean_correct = mean q
+    np.testing.assert_allclose(table["reported"], [1.75 / 15, 3.25 / 5])
+    np.testing.assert_allclose(table["measured"], [2 / 15, 3 / 5])
+    np.testing.assert_allclose(table["ratio"], [8 / 7, 12 / 13])
+    np.testing.assert_allclose(table["mean_correct"], [0.15, 0.6])
 
 
 def test_geometric_singularity_and_epsilon_floor():
     # rows (K = 2): [1,0] y0, [0,1] y1, [0,1] y0, [.5,.5] y1 → q = [1, 1, 0, .5]
     # 1.0 occurs 2 ≥ N/B = 4/2 times → its own point bin; the rest (0, .5) → B − 1 = 1 bin [0, 1).
-    # Wrong-class probs: 0, 0, 1.0 (row 3: lands in the 1.0 bin), .5.
-    #   point bin {1}: c = 2, w = 1 → m = 2/3;  regular bin: c = 2 (0, .5), w = 3 (0, 0, .5) → m = .4
+    # Wrong-class probs: 0, 0, 1.0 (row 2: lands in the 1.0 bin), .5.
+    #   point bin {1}: c = 2, w = 1, S = 3 → m = 1·2/3 = the fraction c/(c + w)
+    #   regular bin: c = 2 (0, .5), w = 3 (0, 0, .5), S = 1 → c/S = 2 → m = 0·2 → ε, .5·2 = 1
     # Reported q with ε = .01: [1, 1, .01, .5] (the 0 is floored).
     p = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.5, 0.5]])
     y = np.array([0, 1, 0, 1])
     got = M.geometric_metrics(p, y, eps=0.01, n_bins=2)
-    q, m, w = [1, 1, 0.01, 0.5], [0.4, 2 / 3], [2, 2]
+    q, m = [1, 1, 0.01, 0.5], [2 / 3, 2 / 3, 0.01, 1.0]
     assert got["geometric_accuracy"] == pytest.approx(pmean(q, 0))
     assert got["robustness"] == pytest.approx(pmean(q, -2 / 3))
-    assert got["decisiveness_measured"] == pytest.approx(pmean(m, 1, w))
-    assert got["robustness_measured"] == pytest.approx(pmean(m, -2 / 3, w))
+    assert got["decisiveness_measured"] == pytest.approx(pmean(m, 1))
+    assert got["robustness_measured"] == pytest.approx(pmean(m, -2 / 3))
     table = M.geometric_bins(p, y, eps=0.01, n_bins=2)
     assert table["singular"].tolist() == [False, True]
     assert table[["n_correct", "n_wrong"]].to_numpy().tolist() == [[2, 3], [2, 1]]
+    np.testing.assert_allclose(table["ratio"], [2.0, 2 / 3])
     # ε matters for the reported robustness: a smaller floor lowers it
     assert M.geometric_metrics(p, y, eps=0.001)["robustness"] < got["robustness"]
+
+
+def test_geometric_measured_is_clipped_at_one():
+    # K = 3, q = [.1, .2, .7, .8] (label 0 everywhere), B = 2: bin 0 = [0, .7) holds .1, .2 and all
+    # eight wrong-class probabilities (.45 .45 .4 .4 .15 .15 .1 .1): c = 2, S = .3 + 2.2 = 2.5 → c/S = .8;
+    # bin 1 = [.7, 1] holds .7, .8 only: c = 2, S = 1.5 → c/S = 4/3, so .8·4/3 > 1 is clipped to 1.
+    p = np.array([[0.1, 0.45, 0.45], [0.2, 0.4, 0.4], [0.7, 0.15, 0.15], [0.8, 0.1, 0.1]])
+    y = np.zeros(4, dtype=int)
+    m = [0.08, 0.16, 0.7 * 4 / 3, 1.0]
+    got = M.geometric_metrics(p, y, eps=0.01, n_bins=2)
+    assert got["decisiveness_measured"] == pytest.approx(pmean(m, 1))
+    assert got["geometric_accuracy_measured"] == pytest.approx(pmean(m, 0))
 
 
 def test_geometric_perfect_and_constant():
@@ -411,6 +432,56 @@ def test_geometric_perfect_and_constant():
     # m = N/(N + 3N) = .25 — measured = reported = .25
     const = M.geometric_metrics(np.full((20, 4), 0.25), y)
     assert all(v == pytest.approx(0.25) for k, v in const.items() if k != "confidence_slope")
+
+
+def geometric_replicates(temperatures, n=20_000, k=10, draws=20, seed=12):
+    """geometric_metrics on `draws` label samples from one set of generating probabilities P
+    (softmax of N(0, 2.5²) logits), reported as P sharpened by each temperature (T = 1: calibrated)."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0.0, 2.5, size=(n, k))
+    truth = np.exp(logits - logits.max(axis=1, keepdims=True))
+    truth /= truth.sum(axis=1, keepdims=True)
+    reported = {}
+    for t in temperatures:
+        z = truth ** (1.0 / t)
+        reported[t] = z / z.sum(axis=1, keepdims=True)
+    out = {t: [] for t in temperatures}
+    cum = np.cumsum(truth, axis=1)
+    for _ in range(draws):
+        labels = (rng.random(n)[:, None] > cum).sum(axis=1).clip(0, k - 1)
+        for t in temperatures:
+            out[t].append(M.geometric_metrics(reported[t], labels))
+    return {t: pd.DataFrame(rows) for t, rows in out.items()}
+
+
+@pytest.fixture(scope="module")
+def geometric_runs():
+    return geometric_replicates((1.0, 0.5, 2.0))
+
+
+def test_geometric_measured_equals_reported_for_a_calibrated_model(geometric_runs):
+    # Labels drawn from the reported probabilities: the measured and reported means estimate the same
+    # numbers. sd = the sampling sd of (measured − reported) over the label draws; the systematic
+    # difference (their mean) must be below one draw's sd. (The old per-bin fraction c/(c + w) gave
+    # robustness 0.15 against 0.20 reported here, 40 sd apart.)
+    runs = geometric_runs[1.0]
+    for name in ("geometric_accuracy", "decisiveness", "robustness"):
+        diff = runs[f"{name}_measured"] - runs[name]
+        assert abs(diff.mean()) < diff.std(ddof=1), name
+    slope = runs["confidence_slope"]
+    assert abs(slope.mean() - 1.0) < slope.std(ddof=1)
+
+
+def test_geometric_slope_detects_over_and_underconfidence(geometric_runs):
+    # Same labels; probabilities sharpened (T = 0.5) or flattened (T = 2) relative to the truth.
+    # Each mean slope must lie more than 4 sampling sd (of its own draws) on its side of 1.
+    over, under = geometric_runs[0.5]["confidence_slope"], geometric_runs[2.0]["confidence_slope"]
+    assert over.mean() + 4 * over.std(ddof=1) < 1.0
+    assert under.mean() - 4 * under.std(ddof=1) > 1.0
+    # overconfidence: decisiveness overstated, robustness understated by the reported numbers
+    runs = geometric_runs[0.5]
+    assert (runs["decisiveness_measured"] < runs["decisiveness"]).all()
+    assert (runs["robustness_measured"] > runs["robustness"]).all()
 
 
 # --- §8 reliability curves ------------------------------------------------------
@@ -434,23 +505,53 @@ def test_reliability_curve_and_summary_by_hand():
     assert curve.loc[curve["count"] == 0, ["mean_predicted", "observed_frequency"]].isna().all().all()
     np.testing.assert_allclose(curve["bin_centre"], np.arange(10) / 10 + 0.05)
     s = M.reliability_summary(curve)
+    assert set(s) == {"squared_distance", "mean_abs_gap"}
     # squared distance: (2·.225² + 1·.5² + 2·.475²)/5 = .8025/5
     assert s["squared_distance"] == pytest.approx(0.8025 / 5)
-    # AUC: knots 0, .275, .5, .975, 1 with values .5, .5, 0, .5, .5 (held constant at the ends)
-    # = .275·.5 + .225·.25 + .475·.25 + .025·.5 = .325
-    assert s["auc"] == pytest.approx(0.325)
+    # gaps d = obs − pred at x = .275, .5, .975: +.225, −.5, −.475.
+    # [.275, .5]: d changes sign → ∫|d| = h(d0² + d1²)/(2(|d0| + |d1|)) = .225·(.225² + .5²)/(2·.725)
+    # [.5, .975]: same sign → h(|d0| + |d1|)/2 = .475·.975/2; mean over the covered width .7
+    area = 0.225 * (0.225**2 + 0.5**2) / (2 * 0.725) + 0.475 * 0.975 / 2
+    assert s["mean_abs_gap"] == pytest.approx(area / 0.7)
     # one-vs-rest class 3: p = [.2, 0, 0, 0, .25]; .2 → bin 1, three zeros → bin 0, .25 → bin 2
     c3 = M.reliability_curve(HAND_P, HAND_Y, n_bins=10, class_index=3)
     assert c3["count"].tolist()[:3] == [3, 1, 1]
     assert c3["observed_frequency"].tolist()[:3] == [0.0, 0.0, 1.0]
 
 
-def test_reliability_summary_diagonal_and_empty():
+def test_reliability_summary_diagonal_single_point_and_empty():
     x = np.arange(10) / 10 + 0.05
     diagonal = pd.DataFrame({"mean_predicted": x, "observed_frequency": x, "count": np.full(10, 7)})
-    assert M.reliability_summary(diagonal) == pytest.approx({"squared_distance": 0.0, "auc": 0.5})
+    assert M.reliability_summary(diagonal) == {"squared_distance": 0.0, "mean_abs_gap": 0.0}
+    # a diagonal over a range not symmetric about 1/2 (the top-label case): still 0
+    assert M.reliability_summary(diagonal.iloc[5:])["mean_abs_gap"] == 0.0
+    # a constant offset of .1 over any range: mean gap .1
+    shifted = diagonal.iloc[3:].assign(observed_frequency=lambda d: d["mean_predicted"] - 0.1)
+    assert M.reliability_summary(shifted)["mean_abs_gap"] == pytest.approx(0.1)
+    # one non-empty bin (zero width): its |gap|
+    single = diagonal.assign(count=[0] * 9 + [3], observed_frequency=0.5)
+    assert M.reliability_summary(single)["mean_abs_gap"] == pytest.approx(0.45)
     empty = diagonal.assign(count=0)
     assert all(math.isnan(v) for v in M.reliability_summary(empty).values())
+
+
+def test_reliability_mean_abs_gap_of_a_calibrated_sample():
+    # Labels drawn from the predictions (large N): in bin m the observed frequency minus the mean
+    # confidence has mean 0 and sd_m = sqrt(Σ_i C_i(1 − C_i))/n_m (a binomial sum, given the
+    # confidences). Allow |gap_m| ≤ 4·sd_m at every knot (all hold with probability > 1 − 10·6.3e-5);
+    # on a segment the polyline's |gap| is then ≤ the larger allowance of its two ends, so the mean
+    # over the covered range is ≤ Σ_s h_s·max(a_s0, a_s1) / (x_last − x_first).
+    probs, labels = random_predictions(50_000, 10, 13, concentration=0.2)
+    curve = M.reliability_curve(probs, labels, n_bins=10)
+    conf = probs.max(axis=1)
+    count = curve["count"].to_numpy()
+    sd = np.sqrt(np.bincount(M.bin_indices(conf, 10), weights=conf * (1 - conf), minlength=10)) / np.maximum(count, 1)
+    x, allowance = curve["mean_predicted"].to_numpy()[count > 0], 4 * sd[count > 0]
+    bound = np.sum(np.diff(x) * np.maximum(allowance[:-1], allowance[1:])) / (x[-1] - x[0])
+    assert M.reliability_summary(curve)["mean_abs_gap"] <= bound
+    # the same predictions sharpened (T = 0.5, overconfident) are well outside that bound
+    sharp = probs**2 / (probs**2).sum(axis=1, keepdims=True)
+    assert M.reliability_summary(M.reliability_curve(sharp, labels, 10))["mean_abs_gap"] > 2 * bound
 
 
 def test_reliability_table_shape():
@@ -488,7 +589,17 @@ EXPECTED_KEYS = {
     "robustness_measured",
     "confidence_slope",
     "reliability_sq_distance",
-    "reliability_auc",
+    "reliability_mean_abs_gap",
+    "smece",
+    "l2_ece",
+    "l2_ece_debiased",
+    "ks_error",
+    "aurc",
+    "eaurc",
+    "brier_reliability",
+    "brier_resolution",
+    "brier_uncertainty",
+    "brier_within_bin",
 }
 
 
@@ -499,6 +610,11 @@ def test_scalar_metrics_keys_and_consistency():
     assert out["ece"] == out["ece_10"] == M.ece(probs, labels, 10)
     assert out["ece_mass_15"] == M.ece(probs, labels, 15, binning="mass")
     assert out["net_trust_score"] == M.net_trust_score(probs, labels)
+    assert out["mce_15"] == M.mce(probs, labels, 15)
+    assert out["classwise_ece"] == M.classwise_ece(probs, labels, 10)
+    summary = M.reliability_summary(M.reliability_curve(probs, labels, 10))
+    assert out["reliability_mean_abs_gap"] == summary["mean_abs_gap"]
+    assert out["reliability_sq_distance"] == summary["squared_distance"]
     assert all(isinstance(v, float) for v in out.values())
 
 

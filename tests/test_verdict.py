@@ -27,14 +27,14 @@ def trust_table(epochs=EPOCHS, b_before=0.6, d_before=0.39, b_after=0.6, d_after
     """
     rows = []
     for epoch in range(1, epochs + 1):
-        for calibrated, b, d in ((False, b_before, d_before), (True, b_after, d_after)):
+        for calibrator, b, d in (("none", b_before, d_before), ("temperature", b_after, d_after)):
             b, d = _value(b, epoch), _value(d, epoch)
             for z in range(labels):
                 shift = spread * (z - 4.5)
                 rows.append(
                     dict(
                         epoch=epoch,
-                        calibrated=calibrated,
+                        calibrator=calibrator,
                         label=str(z),
                         belief=b + shift,
                         disbelief=d - shift,
@@ -47,7 +47,7 @@ def trust_table(epochs=EPOCHS, b_before=0.6, d_before=0.39, b_after=0.6, d_after
             rows.append(
                 dict(
                     epoch=epoch,
-                    calibrated=calibrated,
+                    calibrator=calibrator,
                     label="network",
                     belief=b,
                     disbelief=d,

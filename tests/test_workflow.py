@@ -12,10 +12,10 @@ pytestmark = pytest.mark.slow
 DATASETS = ("mnist", "cifar10")
 CONTRACT = {
     "history.csv": ["epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"],
-    "calibration.csv": ["epoch", "temperature", "val_nll_before", "val_nll_after", "converged"],
+    "calibration.csv": ["epoch", "calibrator", "temperature", "val_nll_before", "val_nll_after", "converged"],
     "trust.csv": [
         "epoch",
-        "calibrated",
+        "calibrator",
         "label",
         "belief",
         "disbelief",
@@ -24,7 +24,7 @@ CONTRACT = {
         "positive_evidence",
         "negative_evidence",
     ],
-    "scores.csv": ["epoch", "calibrated", "split", "accuracy", "nll", "ece"],
+    "scores.csv": ["epoch", "calibrator", "split", "accuracy", "nll", "ece"],
 }
 # finished: the tiny run shared by the session, read-only; copy_of: a copy to change (tests/conftest.py)
 
@@ -49,7 +49,9 @@ def test_every_contracted_file_exists_with_its_columns(finished, dataset):
 def test_tables_hold_sane_values(finished, dataset):
     run = finished / "results" / dataset / "seed0"
     trust = pd.read_csv(run / "trust.csv")
-    assert len(trust) == 3 * 2 * 11  # epochs × before/after × (10 labels + network)
+    assert len(trust) == 3 * 2 * 11  # epochs × (none, temperature) × (10 labels + network)
+    for c in ("belief", "disbelief", "uncertainty"):  # bootstrap intervals, cumulative fusion
+        assert (trust[f"{c}_lo"] <= trust[f"{c}_hi"]).all() and trust[f"{c}_lo"].between(0, 1).all()
     np.testing.assert_allclose(trust[["belief", "disbelief", "uncertainty"]].sum(axis=1), 1.0)
     assert set(trust["label"].astype(str)) == {str(c) for c in range(10)} | {"network"}
     cal = pd.read_csv(run / "calibration.csv")
@@ -59,8 +61,12 @@ def test_tables_hold_sane_values(finished, dataset):
     assert scores["accuracy"].between(0, 1).all() and scores["ece"].between(0, 1).all()
     assert set(scores["split"]) == {"test", "val"}
     # temperature scaling leaves accuracy unchanged
-    pivot = scores.pivot_table(index=["epoch", "split"], columns="calibrated", values="accuracy")
-    np.testing.assert_allclose(pivot[False], pivot[True])
+    pivot = scores.pivot_table(index=["epoch", "split"], columns="calibrator", values="accuracy")
+    np.testing.assert_allclose(pivot["none"], pivot["temperature"])
+    test = scores[scores["split"] == "test"]  # intervals on the test split only
+    assert test[["ece_lo", "ece_hi", "accuracy_lo", "nll_hi"]].notna().all().all()
+    assert scores.loc[scores["split"] == "val", "ece_lo"].isna().all()
+    assert (test["accuracy_lo"] <= test["accuracy_hi"]).all()
 
 
 def test_lint_and_nothing_left_to_do(finished):
@@ -79,6 +85,30 @@ def test_changing_a_trust_parameter_reruns_only_trust_and_figures(copy_of):
 def test_changing_a_metric_parameter_reruns_only_scores_and_their_figures(copy_of):
     plan = planned_jobs(copy_of, "--config", "metrics={geo_eps: 0.02}")
     assert set(plan) == {"scores", "metric_figures", "all"}, plan
+
+
+ALL_METHODS = ["temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic"]
+
+
+def test_every_calibrator_is_fitted_on_its_own_and_gets_its_rows(copy_of):
+    methods = f"calibration={{methods: [{', '.join(ALL_METHODS)}]}}"
+    plan = planned_jobs(copy_of, "--config", methods, "datasets=[mnist]")
+    assert plan["calibrate"] == len(ALL_METHODS) - 1  # temperature is cached: only the new ones are fitted
+    snakemake(copy_of, "--config", methods, "datasets=[mnist]")
+    run = copy_of / "results" / "mnist" / "seed0"
+    expected = {"none", *ALL_METHODS}
+    for name in ("trust.csv", "scores.csv", "dynamic_trust.csv", "trust_sweep.csv", "reliability.csv"):
+        assert set(pd.read_csv(run / name)["calibrator"]) == expected, name
+    cal = pd.read_csv(run / "calibration.csv")
+    assert list(cal["calibrator"].unique()) == ALL_METHODS and (cal.groupby("calibrator").size() == 3).all()
+    assert cal.loc[cal["calibrator"] != "temperature", "temperature"].isna().all()
+    for m in ALL_METHODS:  # each fitted state per epoch, reloadable
+        with np.load(run / "calibration" / f"{m}.npz") as d:
+            assert {k.split("/")[0] for k in d.files} == {"epoch001", "epoch002", "epoch003"}
+    trust = pd.read_csv(run / "trust.csv")
+    np.testing.assert_allclose(trust[["belief", "disbelief", "uncertainty"]].sum(axis=1), 1.0)
+    for fig in ("calibrator_trust", "calibrator_metrics", "calibrator_reliability"):
+        assert (copy_of / "results" / "figures" / "mnist" / f"{fig}.png").stat().st_size > 10_000
 
 
 def test_raising_epochs_trains_only_the_new_epoch(copy_of):

@@ -1,13 +1,16 @@
-# Stage 5: temperature scaling per epoch (docs/method.md §2).
+# Stage 5: post-hoc calibration per epoch (docs/method.md §2). One job per
+# calibrator, each cached on its own: adding a method to calibration.methods
+# fits that method only. calibration.csv gathers every calibrator's rows.
 
 
 rule calibrate:
     input:
         logits=logit_files,
     output:
-        table="results/{dataset}/seed{seed}/calibration.csv",
+        states="results/{dataset}/seed{seed}/calibration/{calibrator}.npz",
+        table="results/{dataset}/seed{seed}/calibration/{calibrator}.csv",
     log:
-        "results/logs/calibrate/{dataset}/seed{seed}.log",
+        "results/logs/calibrate/{dataset}/seed{seed}/{calibrator}.log",
     group:
         "evaluate"
     conda:
@@ -17,6 +20,26 @@ rule calibrate:
         mem_mb=2000,
         runtime=15,
     params:
-        calibration=config["calibration"],
+        calibration=lambda w: calibration_params(w.calibrator),
     script:
         "../scripts/calibrate.py"
+
+
+rule calibration_table:
+    input:
+        tables=lambda w: calibrator_files(w, "csv"),
+    output:
+        table="results/{dataset}/seed{seed}/calibration.csv",
+    log:
+        "results/logs/calibration_table/{dataset}/seed{seed}.log",
+    group:
+        "evaluate"
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/calibration_table.py"

@@ -80,6 +80,34 @@ def job_seeds(wildcards):
     )
 
 
+# Calibrators fitted per epoch: temperature scaling (the paper's, which the verdict needs)
+# and the others of calibration.methods, in the config's order.
+CALIBRATORS = list(dict.fromkeys(["temperature", *config["calibration"]["methods"]]))
+
+
+wildcard_constraints:
+    calibrator="|".join(CALIBRATORS),
+
+
+def calibration_params(method):
+    cal = config["calibration"]
+    return dict(
+        method=method,
+        fit_on=cal["fit_on"],
+        t_min=cal["t_min"],
+        t_max=cal["t_max"],
+        options=cal["options"].get(method, {}),
+    )
+
+
+def calibrator_files(wildcards, ext="npz"):
+    """Every calibrator's fitted states (npz) or rows (csv) of one run."""
+    return [
+        run_file(f"calibration/{c}.{ext}", wildcards.dataset, wildcards.seed)
+        for c in CALIBRATORS
+    ]
+
+
 def train_params():
     keys = ("epochs", "batch_size", "learning_rate", "init", "device")
     return {k: config[k] for k in keys}

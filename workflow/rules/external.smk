@@ -34,5 +34,6 @@ rule external:
         sweep=sweep_params(),
         metrics=config["metrics"],
         calibration=config["calibration"],
+        bootstrap=config["bootstrap"],
     script:
         "../scripts/external.py"

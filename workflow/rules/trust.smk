@@ -1,12 +1,13 @@
-# Stage 6: trust opinions (docs/method.md §3) and scores (docs/method.md §5) per epoch, before and
-# after calibration. Separate rules, so a change of a trust parameter reruns
+# Stage 6: trust opinions (docs/method.md §3) and scores (docs/method.md §5) per epoch, for
+# the raw model (calibrator `none`) and every calibrator, with bootstrap intervals over
+# resamples of the test set. Separate rules, so a change of a trust parameter reruns
 # only the trust tables and figures.
 
 
 rule trust:
     input:
         logits=logit_files,
-        calibration=rules.calibrate.output.table,
+        calibrators=calibrator_files,
     output:
         trust="results/{dataset}/seed{seed}/trust.csv",
         dynamic_trust="results/{dataset}/seed{seed}/dynamic_trust.csv",
@@ -24,6 +25,7 @@ rule trust:
     params:
         trust=trust_params(),
         sweep=sweep_params(),
+        bootstrap=config["bootstrap"],
     script:
         "../scripts/trust.py"
 
@@ -31,7 +33,7 @@ rule trust:
 rule scores:
     input:
         logits=logit_files,
-        calibration=rules.calibrate.output.table,
+        calibrators=calibrator_files,
     output:
         scores="results/{dataset}/seed{seed}/scores.csv",
         trust_spectrum="results/{dataset}/seed{seed}/trust_spectrum.csv",
@@ -49,6 +51,7 @@ rule scores:
         runtime=15,
     params:
         metrics=config["metrics"],
+        bootstrap=config["bootstrap"],
     script:
         "../scripts/scores.py"
 
@@ -56,7 +59,7 @@ rule scores:
 rule trust_bootstrap:
     input:
         logits=logit_files,
-        calibration=rules.calibrate.output.table,
+        temperature="results/{dataset}/seed{seed}/calibration/temperature.npz",
     output:
         replicates="results/{dataset}/seed{seed}/trust_bootstrap.npz",
     log:

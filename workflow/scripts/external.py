@@ -6,6 +6,7 @@ def main(sm):
     from pathlib import Path
 
     from trustcal.assessment import assess_to_dir
+    from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import TrustParams
     from trustcal.predictions import ReadOptions
     from trustcal.reporting.tables import MetricParams, SweepParams
@@ -21,6 +22,8 @@ def main(sm):
         SweepParams(clusters=tuple(sm.params.sweep["clusters"]), epochs=tuple(sm.params.sweep["epochs"])),
         t_min=sm.params.calibration["t_min"],
         t_max=sm.params.calibration["t_max"],
+        calibrators=list(dict.fromkeys(["temperature", *sm.params.calibration["methods"]])),
+        bootstrap=BootstrapParams(**sm.params.bootstrap),
         history=history,
         title=title,
     )

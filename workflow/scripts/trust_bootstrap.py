@@ -8,7 +8,7 @@ def main(sm):
 
     trust_bootstrap_stage(
         sm.input.logits,
-        sm.input.calibration,
+        sm.input.temperature,
         sm.output.replicates,
         TrustParams(**sm.params.trust),
         BootstrapParams(**sm.params.bootstrap),

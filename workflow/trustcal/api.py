@@ -24,6 +24,7 @@ Example (any N×K probabilities or logits and N integer labels)::
 from __future__ import annotations
 
 import warnings as pywarnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.calibration import T_MAX, T_MIN
+from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
 from trustcal.predictions import (
     CellError,
@@ -85,9 +87,10 @@ class AssessmentResult:
     ``tables`` holds every table of ``trustcal assess`` by its CSV name (``trust``,
     ``dynamic_trust``, ``trust_sweep``, ``scores``, ``trust_spectrum``,
     ``reliability``, ``trust_density`` and, with validation data, ``calibration``);
-    the most used are also attributes. Rows are per ``epoch`` (0), ``calibrated``
-    (False, and True when temperature scaling was fitted) and, for the scores,
-    ``split`` (``test``: the arrays given; ``val``: the validation arrays).
+    the most used are also attributes. Rows are per ``epoch`` (0), ``calibrator``
+    (``none`` for the predictions as given, and each calibrator fitted on validation data)
+    and, for the scores, ``split`` (``test``: the arrays given; ``val``: the validation
+    arrays). Numbers of the test split have bootstrap intervals (``<name>_lo``, ``<name>_hi``).
     """
 
     tables: dict[str, pd.DataFrame]
@@ -114,13 +117,15 @@ class AssessmentResult:
         """The fitted temperature and the validation NLL before and after (None without validation data)."""
         return self.tables.get("calibration")
 
-    def network_opinion(self, calibrated: bool = False) -> pd.Series:
-        """The network's trust opinion (belief, disbelief, uncertainty) before (or after) calibration."""
+    def network_opinion(self, calibrator: str = "none") -> pd.Series:
+        """The network's trust opinion (belief, disbelief, uncertainty) of the predictions as given
+        (``none``) or after a calibrator (e.g. ``temperature``)."""
         trust = self.trust
-        rows = trust[(trust["label"].astype(str) == "network") & (trust["calibrated"] == calibrated)]
+        rows = trust[(trust["label"].astype(str) == "network") & (trust["calibrator"] == calibrator)]
         if rows.empty:
             raise PredictionError(
-                "no calibrated rows: pass validation=(val_probs_or_logits, val_labels) to fit temperature scaling"
+                f"no rows of calibrator {calibrator!r} (have: {', '.join(trust['calibrator'].unique())}): pass "
+                "validation=(val_probs_or_logits, val_labels) and calibrators=[...] to fit it"
             )
         return rows.iloc[-1][["belief", "disbelief", "uncertainty"]].astype(float)
 
@@ -289,6 +294,8 @@ def assess(
     sweep: SweepParams | None = SweepParams(),
     t_min: float = T_MIN,
     t_max: float = T_MAX,
+    calibrators: Sequence[str] = ("temperature",),
+    bootstrap: BootstrapParams | None = BootstrapParams(),
     sum_tolerance: float = ReadOptions().sum_tolerance,
     renormalize: bool = False,
 ) -> AssessmentResult:
@@ -305,8 +312,8 @@ def assess(
         ``auto``: probabilities, unless values outside [0, 1] with rows not summing to 1 show logits
         (with a warning).
     validation : (val_probs_or_logits, val_labels), optional
-        Validation predictions of the same model: temperature scaling is fitted on them as in the
-        workflow, and every table gets rows after calibration (``calibrated == True``) too.
+        Validation predictions of the same model: the ``calibrators`` are fitted on them as in the
+        workflow, and every table gets rows of each (``calibrator == "temperature"`` …) too.
     clusters : int
         Probability clusters per class of the trust opinion (the paper's M = 10).
     trust, metrics, sweep
@@ -315,6 +322,12 @@ def assess(
         ``trust`` overrides ``clusters``. The defaults are those of ``trustcal assess``.
     t_min, t_max : float
         Search bounds of the temperature.
+    calibrators : sequence of str
+        Methods fitted on ``validation`` (docs/method.md §2): any of ``temperature``, ``vector``,
+        ``matrix``, ``dirichlet``, ``histogram``, ``isotonic`` (all but temperature need
+        ``pip install 'trustcal[calibration]'``).
+    bootstrap : BootstrapParams or None
+        Resamples of the test set behind the ``*_lo`` / ``*_hi`` intervals (None: no intervals).
     sum_tolerance, renormalize
         Rows of probabilities must sum to 1 within ``sum_tolerance``; ``renormalize=True`` divides
         them by their sum instead (with a warning).
@@ -372,7 +385,17 @@ def assess(
                 )
             val = _table(validation[0], validation[1], kind, ("validation[0]", "validation[1]"))
             item.val_probs, item.val_labels, item.val_logits = check_table(val, opts, warn, probs.shape[1])
-        a = assess_loaded([item], trust, metrics, sweep, t_min=t_min, t_max=t_max, warnings=found)
+        a = assess_loaded(
+            [item],
+            trust,
+            metrics,
+            sweep,
+            t_min=t_min,
+            t_max=t_max,
+            calibrators=calibrators,
+            bootstrap=bootstrap,
+            warnings=found,
+        )
     except PredictionError as exc:
         raise type(exc)(_api_text(str(exc))) from None
     a.warnings[:] = [replace(w, message=_api_text(w.message)) for w in a.warnings]
@@ -384,6 +407,8 @@ def assess(
         a.warnings,
         a.classes,
         len(y),
-        float(calibration["temperature"].iloc[0]) if calibration is not None else None,
+        float(calibration["temperature"].dropna().iloc[0])
+        if calibration is not None and "temperature" in calibrators
+        else None,
         a,
     )

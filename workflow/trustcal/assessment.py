@@ -28,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from trustcal import __version__
-from trustcal.calibration import CALIBRATION_COLUMNS, T_MAX, T_MIN, calibration_row, softmax
-from trustcal.files import atomic_directory, write_csv
+from trustcal.calibration import T_MAX, T_MIN
+from trustcal.calibration.table import CALIBRATION_COLUMNS, calibration_row
+from trustcal.files import PAPER_CALIBRATOR, RAW, atomic_directory, paper_states, write_csv
+from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
 from trustcal.predictions import (
     HISTORY_NAMES,
@@ -86,14 +88,18 @@ def log_probs(probs: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(probs, np.finfo(np.float64).tiny))
 
 
-def predictions_of(loaded: Sequence[Loaded], warn: Warn, *, t_min=T_MIN, t_max=T_MAX):
-    """The :class:`Predictions` of every file, plus calibration.csv rows where temperature scaling was fitted."""
+def predictions_of(
+    loaded: Sequence[Loaded], warn: Warn, *, t_min=T_MIN, t_max=T_MAX, calibrators: Sequence[str] = (PAPER_CALIBRATOR,)
+):
+    """The :class:`Predictions` of every file, plus calibration.csv rows where calibrators were fitted
+    (on a file's validation predictions; a file named as calibrated counts as the paper's
+    after-calibration state, calibrator ``temperature``, and is used as it is)."""
     preds, rows, source = [], [], {}
 
     def add(p: Predictions, path: Path) -> None:
-        key = (p.epoch, p.calibrated, p.split)
+        key = (p.epoch, p.calibrator, p.split)
         if key in source:
-            state = "after" if p.calibrated else "before"
+            state = "before" if p.calibrator == RAW else f"after calibration ({p.calibrator})"
             raise SeriesError(
                 f"{source[key]} and {path}: both give epoch {p.epoch} {state} calibration ({p.split} split): "
                 "a file named as calibrated and a temperature fitted on another file's validation data. "
@@ -104,29 +110,36 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, *, t_min=T_MIN, t_max=T
 
     for item in loaded:
         f = item.file
-        add(Predictions(f.epoch, bool(f.calibrated), "test", item.probs, item.labels), f.path)
+        state = PAPER_CALIBRATOR if f.calibrated else RAW
+        add(Predictions(f.epoch, state, "test", item.probs, item.labels), f.path)
         if item.val_probs is None:
             continue
-        add(Predictions(f.epoch, bool(f.calibrated), "val", item.val_probs, item.val_labels), f.path)
+        add(Predictions(f.epoch, state, "val", item.val_probs, item.val_labels), f.path)
         if f.calibrated:
             continue  # already calibrated: used as it is
         logits = item.logits if item.logits is not None else log_probs(item.probs)
         val_logits = item.val_logits if item.val_logits is not None else log_probs(item.val_probs)
-        row = calibration_row(
-            f.epoch, {"val_logits": val_logits, "val_labels": item.val_labels}, "val", t_min=t_min, t_max=t_max
-        )
-        if row["at_bound"]:
-            warn(
-                InputWarning(
-                    "temperature_at_bound",
-                    str(f.path),
-                    "the temperature fitted on the validation data hit "
-                    f"its search bound (T = {row['temperature']:g}); widen --t-min/--t-max.",
-                )
+        for method in calibrators:
+            row, cal = calibration_row(
+                f.epoch,
+                {"val_logits": val_logits, "val_labels": item.val_labels},
+                method,
+                "val",
+                t_min=t_min,
+                t_max=t_max,
             )
-        rows.append(row)
-        add(Predictions(f.epoch, True, "test", softmax(logits, row["temperature"]), item.labels), f.path)
-        add(Predictions(f.epoch, True, "val", softmax(val_logits, row["temperature"]), item.val_labels), f.path)
+            if row["at_bound"]:
+                warn(
+                    InputWarning(
+                        "temperature_at_bound",
+                        str(f.path),
+                        "the temperature fitted on the validation data hit "
+                        f"its search bound (T = {row['temperature']:g}); widen --t-min/--t-max.",
+                    )
+                )
+            rows.append(row)
+            add(Predictions(f.epoch, method, "test", cal.predict_proba(logits), item.labels), f.path)
+            add(Predictions(f.epoch, method, "val", cal.predict_proba(val_logits), item.val_labels), f.path)
     calibration = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS)) if rows else None
     return preds, calibration
 
@@ -219,10 +232,15 @@ def assess(
     *,
     t_min: float = T_MIN,
     t_max: float = T_MAX,
+    calibrators: Sequence[str] = (PAPER_CALIBRATOR,),
+    bootstrap: BootstrapParams | None = BootstrapParams(),
     history: str | Path | None = None,
     progress: Progress = no_progress,
 ) -> Assessment:
-    """Read, check and assess the predictions named by ``sources`` (files, directories, globs)."""
+    """Read, check and assess the predictions named by ``sources`` (files, directories, globs).
+
+    ``calibrators`` are fitted on each file's validation predictions (docs/method.md §2);
+    ``bootstrap`` (None: none) puts percentile intervals on the test split's numbers."""
     warnings: list[InputWarning] = []
     sources = [sources] if isinstance(sources, (str, Path)) else sources
     try:
@@ -251,6 +269,8 @@ def assess(
         sweep,
         t_min=t_min,
         t_max=t_max,
+        calibrators=calibrators,
+        bootstrap=bootstrap,
         skipped=skipped,
         warnings=warnings,
         history=history_table,
@@ -266,16 +286,18 @@ def assess_loaded(
     *,
     t_min: float = T_MIN,
     t_max: float = T_MAX,
+    calibrators: Sequence[str] = (PAPER_CALIBRATOR,),
+    bootstrap: BootstrapParams | None = BootstrapParams(),
     skipped: Sequence[Path] = (),
     warnings: list[InputWarning] | None = None,
     history: pd.DataFrame | None = None,
     history_file: Path | None = None,
 ) -> Assessment:
     """Assess predictions already read and checked (:func:`~trustcal.predictions.load`, or arrays by :mod:`trustcal.api`):
-    the workflow's tables, with temperature scaling fitted where validation predictions are given."""
+    the workflow's tables, with the ``calibrators`` fitted where validation predictions are given."""
     warnings = [] if warnings is None else warnings
-    preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max)
-    tables = {**trust_tables(preds, trust, sweep), **score_tables(preds, metrics)}
+    preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max, calibrators=calibrators)
+    tables = {**trust_tables(preds, trust, sweep, bootstrap), **score_tables(preds, metrics, bootstrap)}
     if calibration is not None:
         tables["calibration"] = calibration
     return Assessment(
@@ -357,13 +379,29 @@ def draw_figures(a: Assessment, fig_dir: Path, title: str, progress: Progress = 
 # --------------------------------------------------------------------------- summary
 
 
-def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per epoch and state, on the test predictions: accuracy, ECE, NTS and the network opinion."""
+SUMMARY_SCORES = ("accuracy", "ece", "net_trust_score")
+SUMMARY_OPINION = ("belief", "disbelief", "uncertainty")
+
+
+def _with_intervals(df: pd.DataFrame, names: Sequence[str]) -> list[str]:
+    return [c for n in names for c in (n, f"{n}_lo", f"{n}_hi") if c in df.columns]
+
+
+def calibrator_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per epoch and calibrator (``none``: the raw model), on the test predictions: accuracy, ECE,
+    NTS and the network opinion, each with its bootstrap interval where there is one."""
     scores = tables["scores"]
-    scores = scores[scores["split"] == "test"][["epoch", "calibrated", "accuracy", "ece", "net_trust_score"]]
+    scores = scores[scores["split"] == "test"]
+    scores = scores[["epoch", "calibrator", *_with_intervals(scores, SUMMARY_SCORES)]]
     trust = tables["trust"]
-    net = trust[trust["label"].astype(str) == "network"][["epoch", "calibrated", "belief", "disbelief", "uncertainty"]]
-    return scores.merge(net, on=["epoch", "calibrated"]).sort_values(["epoch", "calibrated"], ignore_index=True)
+    net = trust[trust["label"].astype(str) == "network"]
+    net = net[["epoch", "calibrator", *_with_intervals(net, SUMMARY_OPINION)]]
+    return scores.merge(net, on=["epoch", "calibrator"]).sort_values(["epoch", "calibrator"], ignore_index=True)
+
+
+def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """:func:`calibrator_table` for the paper's two states, with a boolean ``calibrated`` column."""
+    return paper_states(calibrator_table(tables)).drop(columns="calibrator")
 
 
 def format_summary(a: Assessment) -> str:
@@ -425,6 +463,7 @@ def format_summary(a: Assessment) -> str:
     foot = [
         f"ECE: top-label, {a.ece_bins} bins; NTS: NetTrustScore; b, d, u: network trust opinion (belief, disbelief, uncertainty)"
     ]
+    foot += calibrator_lines(a)
     if a.figures_left_out:
         why = "need a series of epochs, a training history or validation data"
         foot.append(f"figures not drawn ({why}): {', '.join(a.figures_left_out)}")
@@ -432,6 +471,37 @@ def format_summary(a: Assessment) -> str:
         f"{len(a.warnings)} warning{'s' if len(a.warnings) != 1 else ''}" + (" (warnings.txt)" if a.warnings else ""),
     ]
     return "\n".join(head + ["", groups, header, *rows, ""] + foot)
+
+
+def _interval(row: pd.Series, name: str, fmt: str) -> str:
+    value = fmt.format(row[name]) if pd.notna(row[name]) else "–"
+    lo, hi = row.get(f"{name}_lo"), row.get(f"{name}_hi")
+    if lo is None or pd.isna(lo):
+        return value
+    return f"{value} [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+
+def calibrator_lines(a: Assessment) -> list[str]:
+    """The last epoch of every calibrator with the bootstrap intervals (none when there are no intervals
+    and only the paper's two states)."""
+    table = calibrator_table(a.tables)
+    if table.empty or ("ece_lo" not in table and table["calibrator"].nunique() <= 2):
+        return []
+    last = table[table["epoch"] == table["epoch"].max()]
+    lines = [
+        "",
+        f"epoch {int(last['epoch'].iloc[0])}, test set"
+        + (", [95 % bootstrap interval]" if "ece_lo" in table else "")
+        + ":",
+    ]
+    width = max(len(str(c)) for c in last["calibrator"])
+    for _, row in last.iterrows():
+        lines.append(
+            f"  {str(row['calibrator']):<{width}}  accuracy {_interval(row, 'accuracy', '{:.4f}')}  "
+            f"ECE {_interval(row, 'ece', '{:.4f}')}  NTS {_interval(row, 'net_trust_score', '{:.4f}')}  "
+            f"b {_interval(row, 'belief', '{:.3f}')}"
+        )
+    return lines
 
 
 def _file_list(a: Assessment) -> list[dict]:
@@ -444,7 +514,8 @@ def _records(df: pd.DataFrame) -> list[dict]:
 
 def summary_dict(a: Assessment) -> dict:
     """The summary for scripts (``trustcal assess --json``): per epoch and state on the test predictions,
-    accuracy, ECE, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty); the files,
+    accuracy, ECE, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty), each with
+    its bootstrap interval (``*_lo``, ``*_hi``); the same per calibrator (``calibrators``); the files,
     the temperatures fitted, the figures and every warning. Undefined numbers are null."""
     return dict(
         trustcal_version=__version__,
@@ -456,6 +527,7 @@ def summary_dict(a: Assessment) -> dict:
         ece_bins=a.ece_bins,
         history=str(a.history_file) if a.history_file else None,
         epochs=_records(summary_table(a.tables)),
+        calibrators=_records(calibrator_table(a.tables)),
         temperatures=_records(a.tables["calibration"][["epoch", "temperature"]]) if "calibration" in a.tables else [],
         figures=a.figures,
         figures_left_out=a.figures_left_out,
@@ -560,6 +632,8 @@ def assess_to_dir(
     *,
     t_min: float = T_MIN,
     t_max: float = T_MAX,
+    calibrators: Sequence[str] = (PAPER_CALIBRATOR,),
+    bootstrap: BootstrapParams | None = BootstrapParams(),
     history: str | Path | None = None,
     title: str | None = None,
     figures: bool = True,
@@ -571,7 +645,19 @@ def assess_to_dir(
     ``progress`` shows the reading of the files and the drawing of the figures."""
     sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
     with atomic_directory(out, MARKER) as tmp:
-        a = assess(sources, read, trust, metrics, sweep, t_min=t_min, t_max=t_max, history=history, progress=progress)
+        a = assess(
+            sources,
+            read,
+            trust,
+            metrics,
+            sweep,
+            t_min=t_min,
+            t_max=t_max,
+            calibrators=calibrators,
+            bootstrap=bootstrap,
+            history=history,
+            progress=progress,
+        )
         meta = dict(
             sources=sources,
             read_options=asdict(read),
@@ -580,6 +666,8 @@ def assess_to_dir(
             sweep=asdict(sweep) if sweep else None,
             t_min=t_min,
             t_max=t_max,
+            calibrators=list(calibrators),
+            bootstrap=asdict(bootstrap) if bootstrap else None,
         )
         write_assessment(
             a,

@@ -83,6 +83,29 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0 (got {value})")
+    return value
+
+
+def _fitted_methods() -> list[str]:
+    from trustcal.calibration import CALIBRATORS
+
+    return [m for m in CALIBRATORS if m != "none"]
+
+
+def _calibrators(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in _fitted_methods()]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown calibrator {', '.join(unknown) or repr(text)}; choose from {', '.join(_fitted_methods())}"
+        )
+    return list(dict.fromkeys(names))
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0 or value == float("inf"):
@@ -131,6 +154,7 @@ def _show_progress(items, what: str, unit: str):
 
 def build_parser() -> argparse.ArgumentParser:
     from trustcal.calibration import T_MAX, T_MIN
+    from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import FUSIONS, REPRESENTATIVES, TrustParams
     from trustcal.predictions import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
     from trustcal.reporting.tables import MetricParams, SweepParams
@@ -312,10 +336,32 @@ def build_parser() -> argparse.ArgumentParser:
         default=mp.reliability_bins,
         help="reliability curve bins (default: %(default)s)",
     )
+    g.add_argument(
+        "--l2-bins",
+        type=_positive_int,
+        default=mp.l2_bins,
+        help="equal-mass bins of the L2 and debiased L2 ECE (default: %(default)s)",
+    )
 
-    g = a.add_argument_group("temperature scaling (with validation data)")
+    g = a.add_argument_group("calibration (with validation data; docs/method.md §2)")
+    g.add_argument(
+        "--calibrators",
+        type=_calibrators,
+        default=["temperature"],
+        metavar="LIST",
+        help="calibrators fitted on the validation data, comma-separated, any of "
+        f"{', '.join(_fitted_methods())} (default: temperature; all but temperature need "
+        "pip install 'trustcal[calibration]')",
+    )
     g.add_argument("--t-min", type=_positive_float, default=T_MIN, help="lower bound of T (default: %(default)s)")
     g.add_argument("--t-max", type=_positive_float, default=T_MAX, help="upper bound of T (default: %(default)s)")
+    g.add_argument(
+        "--bootstrap",
+        type=_non_negative_int,
+        default=BootstrapParams().resamples,
+        metavar="B",
+        help="resamples of the test set behind every interval (default: %(default)s; 0: no intervals)",
+    )
 
     g = a.add_argument_group("output")
     g.add_argument("--title", help="figure title (default: the input directory's name)")
@@ -370,6 +416,7 @@ def print_warnings(warnings, file=None) -> None:
 
 def run_assess(args) -> int:
     from trustcal.assessment import assess_to_dir, no_progress, summary_dict
+    from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import TrustParams
     from trustcal.predictions import ReadOptions
     from trustcal.reporting.tables import MetricParams, SweepParams
@@ -393,6 +440,8 @@ def run_assess(args) -> int:
         sweep,
         t_min=args.t_min,
         t_max=args.t_max,
+        calibrators=args.calibrators,
+        bootstrap=BootstrapParams(resamples=args.bootstrap) if args.bootstrap else None,
         history=args.history,
         title=args.title,
         figures=not args.no_figures,

@@ -14,11 +14,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trustcal.calibration import CALIBRATION_COLUMNS, T_MAX, T_MIN, calibration_row, softmax
+from trustcal.calibration import T_MAX, T_MIN, softmax
+from trustcal.calibration.table import CALIBRATION_COLUMNS, SPLITS, calibration_row, load_states, save_states
 from trustcal.errors import TrustcalError
 from trustcal.files import read_csv, read_npz, write_csv, write_npz
 from trustcal.measures.trust import TrustParams
-from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from trustcal.reporting.tables import (
+    PAPER_CALIBRATOR,
+    RAW,
+    MetricParams,
+    Predictions,
+    SweepParams,
+    score_tables,
+    trust_tables,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,36 +85,71 @@ def load_logits(path: str | Path) -> dict[str, np.ndarray]:
     return read_npz(path, LOGIT_KEYS, rule="logits")
 
 
-def calibrate_stage(logit_paths: Iterable[str], out, *, fit_on="validation", t_min=T_MIN, t_max=T_MAX) -> pd.DataFrame:
-    """Temperature per epoch, fitted on the validation logits (or, as the author did, on the test logits)."""
-    split = {"validation": "val", "test": "test"}[fit_on]
-    rows = []
+def calibrate_stage(
+    logit_paths: Iterable[str],
+    out_states,
+    out_table,
+    *,
+    method: str = "temperature",
+    fit_on: str = "validation",
+    t_min: float = T_MIN,
+    t_max: float = T_MAX,
+    options: dict | None = None,
+) -> pd.DataFrame:
+    """``method`` fitted per epoch on the validation logits (or, as the author did, on the test
+    logits): its state per epoch (``out_states``, npz) and its rows of calibration.csv (``out_table``)."""
+    split = SPLITS[fit_on]
+    rows, states = [], {}
     for path in sorted(logit_paths, key=epoch_of):
-        row = calibration_row(epoch_of(path), load_logits(path), split, t_min=t_min, t_max=t_max)
+        epoch = epoch_of(path)
+        row, states[epoch] = calibration_row(
+            epoch, load_logits(path), method, split, t_min=t_min, t_max=t_max, options=options
+        )
         if row["at_bound"]:
             log.warning("%s: temperature hit the search bound (T = %g)", path, row["temperature"])
+        if not row["converged"]:
+            log.warning("%s: the %s fit did not converge in %d iterations", path, method, row["iterations"])
         rows.append(row)
     df = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
-    write_csv(df, out)
+    write_npz(out_states, **save_states(states))
+    write_csv(df, out_table)
+    log.info("%s: %d epochs fitted on the %s split", method, len(rows), fit_on)
     return df
 
 
-def load_predictions(logit_paths: Iterable[str], calibration_csv, splits=("test", "val")) -> Iterator[Predictions]:
-    """Predictions of every epoch and split, before and after temperature scaling."""
-    cal = read_csv(calibration_csv, ("epoch", "temperature"), rule="calibrate").set_index("epoch")
+def calibration_table_stage(tables: Iterable[str], out) -> None:
+    """calibration.csv: the rows of every calibrator, in the config's order."""
+    frames = [read_csv(t, ("epoch", "calibrator"), rule="calibrate") for t in tables]
+    write_csv(pd.concat(frames, ignore_index=True)[list(CALIBRATION_COLUMNS)], out)
+
+
+def calibrator_name(path: str | Path) -> str:
+    """The calibrator of ``calibration/{calibrator}.npz``."""
+    return Path(path).stem
+
+
+def load_predictions(
+    logit_paths: Iterable[str], calibrators: Iterable[str], splits=("test", "val")
+) -> Iterator[Predictions]:
+    """Predictions of every epoch and split: the raw model's (calibrator ``none``) and each
+    fitted calibrator's (``calibration/{calibrator}.npz`` files, in the order given)."""
+    fitted = {}
+    for path in calibrators:
+        with np.load(path) as arrays:
+            fitted[calibrator_name(path)] = load_states(arrays)
     for path in sorted(logit_paths, key=epoch_of):
         epoch = epoch_of(path)
-        if epoch not in cal.index:
-            raise TrustcalError(
-                f"{calibration_csv}: no temperature for epoch {epoch}; rerun "
-                "(snakemake --cores 2 --forcerun calibrate)."
-            )
         d = load_logits(path)
         for split in splits:
-            for calibrated, temperature in ((False, 1.0), (True, float(cal.at[epoch, "temperature"]))):
-                yield Predictions(
-                    epoch, calibrated, split, softmax(d[f"{split}_logits"], temperature), d[f"{split}_labels"]
-                )
+            logits, labels = d[f"{split}_logits"], d[f"{split}_labels"]
+            yield Predictions(epoch, RAW, split, softmax(logits), labels)
+            for name, states in fitted.items():
+                if epoch not in states:
+                    raise TrustcalError(
+                        f"results: no {name} calibrator for epoch {epoch}; rerun "
+                        "(snakemake --cores 2 --forcerun calibrate)."
+                    )
+                yield Predictions(epoch, name, split, states[epoch].predict_proba(logits), labels)
 
 
 def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> None:
@@ -114,34 +158,42 @@ def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> No
         write_csv(df, outputs[name])
 
 
-def trust_stage(logit_paths, calibration_csv, outputs: dict[str, str], params: TrustParams, sweep: SweepParams) -> None:
-    """docs/method.md §3 per epoch, before and after calibration: trust.csv, dynamic_trust.csv, trust_sweep.csv."""
-    write_tables(trust_tables(list(load_predictions(logit_paths, calibration_csv)), params, sweep), outputs)
+def trust_stage(
+    logit_paths, calibrators, outputs: dict[str, str], params: TrustParams, sweep: SweepParams, bootstrap=None
+) -> None:
+    """docs/method.md §3 per epoch, for the raw model and every calibrator: trust.csv (with
+    bootstrap intervals when ``bootstrap`` is given), dynamic_trust.csv, trust_sweep.csv."""
+    preds = list(load_predictions(logit_paths, calibrators))
+    write_tables(trust_tables(preds, params, sweep, bootstrap=bootstrap), outputs)
 
 
-def scores_stage(logit_paths, calibration_csv, outputs: dict[str, str], params: MetricParams) -> None:
-    """Every scalar metric (scores.csv) and the per-label / per-bin side tables."""
-    write_tables(score_tables(list(load_predictions(logit_paths, calibration_csv)), params), outputs)
+def scores_stage(logit_paths, calibrators, outputs: dict[str, str], params: MetricParams, bootstrap=None) -> None:
+    """Every scalar metric (scores.csv, with bootstrap intervals on the test split when
+    ``bootstrap`` is given) and the per-label / per-bin side tables."""
+    preds = list(load_predictions(logit_paths, calibrators))
+    write_tables(score_tables(preds, params, bootstrap=bootstrap), outputs)
 
 
 BOOTSTRAP_KEYS = ("epochs", "belief", "disbelief", "uncertainty", "resamples", "seed", "level")
+PAPER_STATES = (RAW, PAPER_CALIBRATOR)  # the paper's before and after calibration
 
 
-def trust_bootstrap_stage(logit_paths, calibration_csv, out, params: TrustParams, bootstrap) -> None:
-    """Trust opinions of every epoch, before and after calibration, on ``bootstrap.resamples``
-    resamples of the test set (:mod:`trustcal.measures.bootstrap`): ``belief``, ``disbelief`` and
-    ``uncertainty`` arrays of shape epochs × 2 (before, after) × resamples × (K + 1) labels."""
+def trust_bootstrap_stage(logit_paths, temperature_states, out, params: TrustParams, bootstrap) -> None:
+    """Trust opinions of every epoch, before and after temperature scaling (the paper's two
+    states), on ``bootstrap.resamples`` resamples of the test set (:mod:`trustcal.measures.bootstrap`):
+    ``belief``, ``disbelief`` and ``uncertainty`` arrays of shape epochs × 2 (before, after) ×
+    resamples × (K + 1) labels, for the verdict."""
     from trustcal.measures.bootstrap import bootstrap_opinions, resample_counts
 
-    by_epoch: dict[int, dict[bool, dict[str, np.ndarray]]] = {}
+    by_epoch: dict[int, dict[str, dict[str, np.ndarray]]] = {}
     counts = None
-    for p in load_predictions(logit_paths, calibration_csv, splits=("test",)):
+    for p in load_predictions(logit_paths, [temperature_states], splits=("test",)):
         if counts is None:
             counts = resample_counts(len(p.labels), bootstrap)
-        by_epoch.setdefault(p.epoch, {})[p.calibrated] = bootstrap_opinions(p.probs, p.labels, counts, params)
+        by_epoch.setdefault(p.epoch, {})[p.calibrator] = bootstrap_opinions(p.probs, p.labels, counts, params)
     epochs = sorted(by_epoch)
     arrays = {
-        name: np.stack([np.stack([by_epoch[e][c][name] for c in (False, True)]) for e in epochs]).astype(np.float32)
+        name: np.stack([np.stack([by_epoch[e][c][name] for c in PAPER_STATES]) for e in epochs]).astype(np.float32)
         for name in ("belief", "disbelief", "uncertainty")
     }
     write_npz(

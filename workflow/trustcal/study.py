@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.errors import TrustcalError
-from trustcal.files import atomic_path, calibrated_flag, read_seeds
+from trustcal.files import PAPER_CALIBRATOR, atomic_path, paper_states, read_seeds
 from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, invariance_note, load_runs
 from trustcal.training.history import best_epoch
 
@@ -37,18 +37,34 @@ FIGURE_TITLES = {
 }
 TABLES = {  # table → columns kept in results/study/ (the figures' and the summary's inputs)
     "history": ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"),
-    "calibration": ("epoch", "temperature", "val_nll_before", "val_nll_after", "at_bound"),
+    "calibration": ("epoch", "calibrator", "temperature", "val_nll_before", "val_nll_after", "at_bound"),
     "trust": (
         "epoch",
-        "calibrated",
+        "calibrator",
         "label",
         "belief",
         "disbelief",
         "uncertainty",
         "positive_evidence",
         "negative_evidence",
+        "belief_lo",
+        "belief_hi",
     ),
-    "scores": ("epoch", "calibrated", "split", "accuracy", "nll", "ece", "brier", "net_trust_score"),
+    "scores": (
+        "epoch",
+        "calibrator",
+        "split",
+        "accuracy",
+        "nll",
+        "ece",
+        "smece",
+        "brier",
+        "net_trust_score",
+        "nll_lo",
+        "nll_hi",
+        "ece_lo",
+        "ece_hi",
+    ),
 }
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
 CIFAR_NOTE = (
@@ -84,7 +100,9 @@ def metrics_rows(scores: pd.DataFrame, calibration: pd.DataFrame, history: pd.Da
     """First, best-validation and last epoch: test accuracy, NLL and ECE before → after, T (mean ± sd over seeds)."""
     best = {int(s): best_epoch(h) for s, h in history.groupby("seed")}
     last = int(history["epoch"].max())
-    test = scores[scores["split"] == "test"].assign(calibrated=lambda d: calibrated_flag(d["calibrated"]))
+    test = paper_states(scores[scores["split"] == "test"])
+    if "calibrator" in calibration:
+        calibration = calibration[calibration["calibrator"] == PAPER_CALIBRATOR]
     rows = []
     for label, epoch_of in (
         ("epoch 1", lambda s: 1),
@@ -119,6 +137,127 @@ def metrics_rows(scores: pd.DataFrame, calibration: pd.DataFrame, history: pd.Da
             ]
         )
     return rows
+
+
+def _seed_values(table: pd.DataFrame, picked, calibrator: str, col: str) -> np.ndarray:
+    """``col`` of ``calibrator`` at each (seed, epoch) of ``picked``."""
+    t = table[table["calibrator"] == calibrator].set_index(["seed", "epoch"])
+    return np.array([float(t.at[(s, e), col]) if (s, e) in t.index else np.nan for s, e in picked])
+
+
+def _with_interval(table: pd.DataFrame, picked, calibrator: str, col: str) -> str:
+    """mean ± sd over seeds, and the seed-mean of the bootstrap interval in brackets."""
+    text = _ms(_seed_values(table, picked, calibrator, col))
+    if f"{col}_lo" in table:
+        lo = _seed_values(table, picked, calibrator, f"{col}_lo").mean()
+        hi = _seed_values(table, picked, calibrator, f"{col}_hi").mean()
+        if np.isfinite(lo):
+            text += f" [{lo:.3f}, {hi:.3f}]"
+    return text
+
+
+def calibrator_rows(scores: pd.DataFrame, trust: pd.DataFrame, history: pd.DataFrame) -> list[list[str]]:
+    """Per calibrator: test ECE, smooth ECE and NLL at the best-validation and last epochs (with
+    intervals), how the per-label trust compares with the raw model's, and how steady it is."""
+    best = {int(s): best_epoch(h) for s, h in history.groupby("seed")}
+    last = int(history["epoch"].max())
+    at_best = [(s, best[s]) for s in sorted(best)]
+    at_last = [(s, last) for s in sorted(best)]
+    test = scores[scores["split"] == "test"]
+    labels = trust[trust["label"].astype(str) != "network"]
+    belief = labels.groupby(["seed", "calibrator", "epoch"])["belief"].mean().unstack("calibrator")
+    late = belief[belief.index.get_level_values("epoch") >= min(20, last)]
+    order = [
+        c for c in ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic") if c in belief
+    ]
+    rows = []
+    for c in order:
+        gap = (belief[c] - belief["none"]).groupby("seed").min()  # after − before, lowest over epochs
+        spread = late[c].groupby("seed").agg(lambda v: v.max() - v.min())
+        rows.append(
+            [
+                f"`{c}`",
+                _with_interval(test, at_best, c, "ece"),
+                _with_interval(test, at_last, c, "ece"),
+                _ms(_seed_values(test, at_last, c, "smece")) if "smece" in test else "–",
+                _with_interval(test, at_last, c, "nll"),
+                _ms(late[c].groupby("seed").mean().to_numpy()),
+                "–" if c == "none" else _ms(gap.to_numpy()),
+                _ms(spread.to_numpy()),
+            ]
+        )
+    return rows
+
+
+def separated_epochs(scores: pd.DataFrame, col: str = "ece", against: str = "none") -> dict[str, tuple[int, int, int]]:
+    """Per calibrator: (epochs × seeds where its test ``col`` interval lies wholly below ``against``'s,
+    wholly above it, all epochs × seeds). Non-overlapping 95 % intervals: a conservative test of the
+    difference."""
+    test = scores[scores["split"] == "test"].set_index(["seed", "epoch", "calibrator"])
+    out = {}
+    if f"{col}_lo" not in test:
+        return out
+    base = test.xs(against, level="calibrator")
+    for c in test.index.get_level_values("calibrator").unique():
+        if c == against:
+            continue
+        other = test.xs(c, level="calibrator").reindex(base.index)
+        below = int((other[f"{col}_hi"] < base[f"{col}_lo"]).sum())
+        above = int((other[f"{col}_lo"] > base[f"{col}_hi"]).sum())
+        out[str(c)] = (below, above, len(base))
+    return out
+
+
+CALIBRATOR_FIGURES = {
+    "calibrator_trust": "Trust opinion per epoch for every calibrator, with bootstrap bands",
+    "calibrator_metrics": "ECE, smooth ECE, NLL and Brier per epoch for every calibrator, with bootstrap bands",
+    "calibrator_reliability": "Reliability of every calibrator at the best-validation epoch",
+}
+
+
+def calibrator_section(results: Path, ds: str, tables: dict[str, pd.DataFrame], out: Path) -> list[str]:
+    """The comparison of every calibrator with the raw model, when the run fitted more than temperature scaling."""
+    scores, trust, history = tables["scores"], tables["trust"], tables["history"]
+    if "calibrator" not in scores or scores["calibrator"].nunique() <= 2:
+        return []
+    name = DATASET_NAMES[ds]
+    header = [
+        "calibrator",
+        "test ECE, best epoch",
+        "test ECE, last epoch",
+        "smooth ECE, last epoch",
+        "test NLL, last epoch",
+        "label trust, epochs ≥ 20",
+        "trust − raw, lowest over epochs",
+        "trust range, epochs ≥ 20",
+    ]
+    lines = [
+        f"#### {name}: every calibrator" + (" (JPEG-derived images)" if ds == "cifar10" else ""),
+        "",
+        "Mean ± sd over seeds; in brackets the seed-mean of the 95 % bootstrap interval over "
+        "resamples of the test set. *Label trust*: the belief of the per-label opinions, averaged over "
+        "labels; *trust − raw*: that belief minus the raw model's at the same epoch, the lowest over all "
+        "epochs (> 0: higher at every epoch, as the paper says of temperature scaling); *trust range*: "
+        "its largest minus smallest value from epoch 20 on (small: steady, as the paper says).",
+        "",
+        *_md_table(header, calibrator_rows(scores, trust, history)),
+        "",
+    ]
+    sep = separated_epochs(scores)
+    if sep:
+        lines += [
+            "Test ECE against the raw model's, epoch by epoch (every epoch × seed): the calibrator's 95 % "
+            "interval wholly below the raw model's / wholly above it / overlapping: "
+            + "; ".join(f"`{c}` {b} / {a} / {n - a - b} of {n}" for c, (b, a, n) in sep.items())
+            + ".",
+            "",
+        ]
+    for fig, title in CALIBRATOR_FIGURES.items():
+        src = results / "figures" / ds / f"{fig}.png"
+        if src.exists():
+            save_png(src, out / f"{ds}_{fig}.png")
+            lines += [f"![{name}: {title}](results/study/{ds}_{fig}.png)", ""]
+    return lines
 
 
 def _md_table(header, rows) -> list[str]:
@@ -322,6 +461,7 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
             save_png(src, out / f"{ds}_{fig}.png")
             title = FIGURE_TITLES[fig].format(fig=fig_no[ds][0], panel=fig_no[ds][1])
             lines += [f"![{name}: {title}](results/study/{ds}_{fig}.png)", ""]
+        lines += calibrator_section(results, ds, tables, out)
     lines += [
         "### The verdict: every result statement of the paper against these runs",
         "",

@@ -3,7 +3,9 @@
 Every function takes ``probs`` (N × K floats, rows summing to 1) and
 ``labels`` (N integers in [0, K)) and is pure and vectorised (no per-sample
 Python loop). Formulas and sources are in each docstring; section numbers
-refer to ``docs/method.md``.
+refer to ``docs/method.md``. The smooth ECE, L2 ECE, Brier decomposition,
+KS error and selective-prediction risk (§5.4–5.8) live in
+:mod:`trustcal.measures.calibration_errors` and are re-exported here.
 
 Bin-edge conventions (stated once, used everywhere):
 
@@ -33,6 +35,22 @@ import math
 import numpy as np
 import pandas as pd
 
+from trustcal.measures.calibration_errors import (
+    _aurc_from_top_label,
+    _brier_decomposition_from_binned,
+    _ks_from_top_label,
+    _l2_from_top_label,
+    _smece_from_top_label,
+    aurc,
+    brier_decomposition,
+    eaurc,
+    ks_error,
+    l2_ece,
+    risk_coverage,
+    smece,
+    smooth_ece,
+)
+
 __all__ = [
     "accuracy",
     "nll",
@@ -40,6 +58,14 @@ __all__ = [
     "ece",
     "mce",
     "classwise_ece",
+    "smooth_ece",
+    "smece",
+    "l2_ece",
+    "brier_decomposition",
+    "ks_error",
+    "risk_coverage",
+    "aurc",
+    "eaurc",
     "bin_indices",
     "question_answer_trust",
     "trust_spectrum",
@@ -145,11 +171,21 @@ def brier(probs, labels) -> float:
     return float(np.mean(np.sum((probs - onehot) ** 2, axis=1)))
 
 
-def _top_label_gaps(probs, labels, n_bins: int, binning: str):
-    probs, labels = _check(probs, labels)
-    conf, hit = _top_label(probs, labels)
+def _gaps_from_top_label(conf: np.ndarray, hit: np.ndarray, n_bins: int, binning: str):
     count, mean_conf, mean_hit = _binned_means(conf, hit, bin_indices(conf, n_bins, binning), n_bins)
     return count, np.abs(mean_hit - mean_conf)
+
+
+def _top_label_gaps(probs, labels, n_bins: int, binning: str):
+    return _gaps_from_top_label(*_top_label(*_check(probs, labels)), n_bins, binning)
+
+
+def _ece_from_gaps(count: np.ndarray, gap: np.ndarray) -> float:
+    return float(np.sum(count[count > 0] * gap[count > 0]) / np.sum(count))
+
+
+def _mce_from_gaps(count: np.ndarray, gap: np.ndarray) -> float:
+    return float(np.max(gap[count > 0]))
 
 
 def ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
@@ -158,14 +194,37 @@ def ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
     ECE = Σ_m |B_m|/N · |acc(B_m) − conf(B_m)| with confidence = max prob,
     prediction = argmax, and bins as in the module docstring.
     """
-    count, gap = _top_label_gaps(probs, labels, n_bins, binning)
-    return float(np.sum(count[count > 0] * gap[count > 0]) / np.sum(count))
+    return _ece_from_gaps(*_top_label_gaps(probs, labels, n_bins, binning))
 
 
 def mce(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
     """Maximum calibration error max_m |acc(B_m) − conf(B_m)| over non-empty bins (docs/method.md §5)."""
-    count, gap = _top_label_gaps(probs, labels, n_bins, binning)
-    return float(np.max(gap[count > 0]))
+    return _mce_from_gaps(*_top_label_gaps(probs, labels, n_bins, binning))
+
+
+def _onevsrest_binned(probs: np.ndarray, labels: np.ndarray, n_bins: int, binning: str = "width"):
+    """One-vs-rest binning of every column p_·k (one bin set per class, flat index m + M·k).
+
+    Returns (onehot, flat, count, mean_p, mean_o) with the per-bin arrays of
+    :func:`_binned_means` (length M·K, NaN means for empty bins). Shared by
+    :func:`classwise_ece` and the Brier decomposition (docs/method.md §5.6).
+    """
+    n, k = probs.shape
+    onehot = np.zeros_like(probs)
+    onehot[np.arange(n), labels] = 1.0
+    if binning == "mass":  # ranks within each class column
+        idx = np.stack([bin_indices(probs[:, c], n_bins, "mass") for c in range(k)], axis=1)
+    else:
+        idx = bin_indices(probs, n_bins, binning)
+    flat = (idx + n_bins * np.arange(k)[None, :]).ravel()  # one bin set per class
+    count, mean_p, mean_o = _binned_means(probs.ravel(), onehot.ravel(), flat, n_bins * k)
+    return onehot, flat, count, mean_p, mean_o
+
+
+def _classwise_from_binned(count: np.ndarray, mean_p: np.ndarray, mean_o: np.ndarray, n: int, k: int) -> float:
+    gap = np.where(count > 0, np.abs(mean_o - mean_p), 0.0)
+    per_class = np.sum((count * gap).reshape(k, -1), axis=1) / n
+    return float(np.mean(per_class))
 
 
 def classwise_ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
@@ -174,18 +233,8 @@ def classwise_ece(probs, labels, n_bins: int = 10, binning: str = "width") -> fl
     (1/K) Σ_k Σ_m |B_km|/N · |freq(B_km) − mean p(B_km)|.
     """
     probs, labels = _check(probs, labels)
-    n, k = probs.shape
-    hit = np.zeros_like(probs)
-    hit[np.arange(n), labels] = 1.0
-    if binning == "mass":  # ranks within each class column
-        idx = np.stack([bin_indices(probs[:, c], n_bins, "mass") for c in range(k)], axis=1)
-    else:
-        idx = bin_indices(probs, n_bins, binning)
-    flat = (idx + n_bins * np.arange(k)[None, :]).ravel()  # one bin set per class
-    count, mean_conf, mean_hit = _binned_means(probs.ravel(), hit.ravel(), flat, n_bins * k)
-    gap = np.where(count > 0, np.abs(mean_hit - mean_conf), 0.0)
-    per_class = np.sum((count * gap).reshape(k, n_bins), axis=1) / n
-    return float(np.mean(per_class))
+    _, _, count, mean_p, mean_o = _onevsrest_binned(probs, labels, n_bins, binning)
+    return _classwise_from_binned(count, mean_p, mean_o, *probs.shape)
 
 
 # --------------------------------------------------------------------------
@@ -357,8 +406,36 @@ def _geometric_binning(q: np.ndarray, n_bins: int):
     return assign, lower, upper, is_singular
 
 
+def _geometric_counts(probs: np.ndarray, labels: np.ndarray, n_bins: int):
+    """The bins of :func:`geometric_bins` with their counts and probability sums.
+
+    Returns (q, bin_of_q, per_bin) with ``per_bin`` a dict of arrays: lower,
+    upper, singular, c (correct-class probabilities in the bin), w (wrong-class
+    probabilities in the bin), sum_correct (Σ q over the bin) and sum_all
+    (S: Σ of every reported probability in the bin, correct and wrong class).
+    """
+    q, wrong = _correct_class_probs(probs, labels)
+    assign, lower, upper, singular = _geometric_binning(q, n_bins)
+    nb = lower.size
+    bq = assign(q)
+    bw = assign(wrong)
+    inside = bw >= 0  # wrong-class values outside every bin (only when all bins are singular)
+    c = np.bincount(bq, minlength=nb)
+    sum_correct = np.bincount(bq, weights=q, minlength=nb)
+    per_bin = {
+        "lower": lower,
+        "upper": upper,
+        "singular": singular,
+        "c": c,
+        "w": np.bincount(bw[inside], minlength=nb),
+        "sum_correct": sum_correct,
+        "sum_all": sum_correct + np.bincount(bw[inside], weights=wrong[inside], minlength=nb),
+    }
+    return q, bq, per_bin
+
+
 def geometric_bins(probs, labels, eps: float = 0.01, n_bins: int = 10) -> pd.DataFrame:
-    """Bins of the measured correct-class probability (docs/method.md §7; George et al. §4).
+    """Nelson's histogram of reported against measured probability (docs/method.md §7.2; George et al. §4).
 
     Procedure (choices marked *):
 
@@ -371,33 +448,54 @@ def geometric_bins(probs, labels, eps: float = 0.01, n_bins: int = 10) -> pd.Dat
        its smallest member, except lower_0 = 0 and the last bin closed at 1,
        so the bins partition [0, 1] minus the singular points. Equal values
        always share a bin (an empty bin can result and is dropped).
-    3. c_j = number of correct-class probabilities q_i in bin j; w_j = number
-       of wrong-class probabilities p_ik (k ≠ y_i) whose value falls in bin j.
-    4. m_j = max(c_j / (c_j + w_j), ε).
+    3. Every reported probability p_ik (all N·K of them) is placed in the bin
+       covering its value: c_j of them are correct-class (k = y_i), w_j are
+       wrong-class; S_j is the sum of all c_j + w_j values.
+    4. reported_j = S_j/(c_j + w_j) (the bin's mean reported probability) and
+       measured_j = max(c_j/(c_j + w_j), ε) (the fraction of them that
+       belong to the true class); ratio_j = c_j/S_j (observed over expected
+       number of true classes; NaN when S_j = 0).
 
-    Columns: bin, lower, upper, singular, n_correct, n_wrong, measured
-    (only bins with n_correct > 0).
+    Columns: bin, lower, upper, singular, n_correct, n_wrong, mean_correct
+    (mean q_i in the bin), reported, measured, ratio (only bins with
+    n_correct > 0).
     """
     probs, labels = _check(probs, labels)
-    q, wrong = _correct_class_probs(probs, labels)
-    assign, lower, upper, singular = _geometric_binning(q, n_bins)
-    nb = lower.size
-    c = np.bincount(assign(q), minlength=nb)
-    wb = assign(wrong)
-    w = np.bincount(wb[wb >= 0], minlength=nb)
-    keep = c > 0
-    measured = np.maximum(c / np.where(c + w > 0, c + w, 1), eps)
+    _, _, b = _geometric_counts(probs, labels, n_bins)
+    keep = b["c"] > 0
+    total = b["c"] + b["w"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(b["sum_all"] > 0, b["c"] / b["sum_all"], np.nan)
     return pd.DataFrame(
         {
-            "bin": np.arange(nb)[keep],
-            "lower": lower[keep],
-            "upper": upper[keep],
-            "singular": singular[keep],
-            "n_correct": c[keep],
-            "n_wrong": w[keep],
-            "measured": measured[keep],
+            "bin": np.arange(keep.size)[keep],
+            "lower": b["lower"][keep],
+            "upper": b["upper"][keep],
+            "singular": b["singular"][keep],
+            "n_correct": b["c"][keep],
+            "n_wrong": b["w"][keep],
+            "mean_correct": b["sum_correct"][keep] / b["c"][keep],
+            "reported": b["sum_all"][keep] / total[keep],
+            "measured": np.maximum(b["c"][keep] / total[keep], eps),
+            "ratio": ratio[keep],
         }
     )
+
+
+def _measured_probs(q: np.ndarray, bq: np.ndarray, b: dict) -> np.ndarray:
+    """Measured correct-class probability of each sample: q_i · c_j/S_j, j its bin (docs/method.md §7.2).
+
+    When S_j = 0 (every probability in the bin is 0, so q_i = reported_j = 0)
+    the ratio q_i/reported_j is taken as 1 and the measured probability is the
+    bin's fraction c_j/(c_j + w_j). Clipped to at most 1; the ε floor is
+    applied by the caller.
+    """
+    c, s = b["c"].astype(float), b["sum_all"]
+    positive = s > 0
+    ratio = np.where(positive, c / np.where(positive, s, 1.0), 0.0)
+    fraction = c / np.maximum(c + b["w"], 1)
+    m = np.where(positive[bq], q * ratio[bq], fraction[bq])
+    return np.minimum(m, 1.0)
 
 
 def geometric_metrics(probs, labels, eps: float = 0.01, n_bins: int = 10) -> dict[str, float]:
@@ -405,21 +503,24 @@ def geometric_metrics(probs, labels, eps: float = 0.01, n_bins: int = 10) -> dic
 
     Reported: generalized means of q_i = max(p_{i,y_i}, ε) with ρ = 0
     (geometric accuracy), 1 (decisiveness), −2/3 (robustness).
-    Measured: the same means of m_bin(i) over all i (each bin weighted by its
-    population), bins from :func:`geometric_bins`.
+    Measured: the same means of m_i = clip(q_i · c_j/S_j, ε, 1), j the bin of
+    q_i in :func:`geometric_bins`: the reported probability rescaled by its
+    bin's observed-over-expected count of true classes (measured_j /
+    reported_j). For a calibrated model E[c_j] = E[S_j], so m_i ≈ q_i and
+    measured ≈ reported; in a point (singular) bin m_i = c_j/(c_j + w_j),
+    the paper's fraction.
     confidence_slope = (D_meas − R_meas)/(D_rep − R_rep): < 1 overconfident,
     > 1 underconfident; NaN when D_rep − R_rep ≤ 1e-12 (all q_i equal, up to
     round-off in the means).
     """
     probs, labels = _check(probs, labels)
-    q, _ = _correct_class_probs(probs, labels)
+    q, bq, b = _geometric_counts(probs, labels, n_bins)
     reported = np.maximum(q, eps)
-    table = geometric_bins(probs, labels, eps=eps, n_bins=n_bins)
-    m, pop = table["measured"].to_numpy(), table["n_correct"].to_numpy()
+    measured = np.maximum(_measured_probs(q, bq, b), eps)
     out = {}
     for name, rho in (("geometric_accuracy", 0.0), ("decisiveness", 1.0), ("robustness", -2.0 / 3.0)):
         out[name] = generalized_mean(reported, rho)
-        out[f"{name}_measured"] = generalized_mean(m, rho, weights=pop)
+        out[f"{name}_measured"] = generalized_mean(measured, rho)
     den = out["decisiveness"] - out["robustness"]
     num = out["decisiveness_measured"] - out["robustness_measured"]
     out["confidence_slope"] = num / den if abs(den) > 1e-12 else math.nan
@@ -474,33 +575,53 @@ def reliability_table(probs, labels, n_bins: int = 10) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _mean_abs_gap(x: np.ndarray, y: np.ndarray) -> float:
+    """(1/(x_last − x_first)) ∫ |p̃(x) − x| dx for the polyline through sorted points (x, y), exactly.
+
+    On each segment the gap d = p̃(x) − x is linear, from d0 to d1 over a
+    width h: the integral of |d| is h·(|d0| + |d1|)/2 when they have the same
+    sign and h·(d0² + d1²)/(2(|d0| + |d1|)) when they change sign. A single
+    point (zero width) gives its |d|, the limit of the mean.
+    """
+    d = y - x
+    if x.size == 1 or x[-1] <= x[0]:
+        return float(np.mean(np.abs(d)))
+    h = np.diff(x)
+    d0, d1 = d[:-1], d[1:]
+    a0, a1 = np.abs(d0), np.abs(d1)
+    same = d0 * d1 >= 0
+    denom = np.where(same, 1.0, a0 + a1)  # a0 + a1 > 0 whenever the sign changes
+    area = np.where(same, h * (a0 + a1) / 2, h * (d0 * d0 + d1 * d1) / (2 * denom))
+    return float(np.sum(area) / (x[-1] - x[0]))
+
+
 def reliability_summary(curve: pd.DataFrame) -> dict[str, float]:
-    """Summary numbers of a reliability curve (docs/method.md §8; Jospin et al. Eq. 53–54).
+    """Summary numbers of a reliability curve (docs/method.md §8); both are 0 for a calibrated model.
 
     * ``squared_distance`` = Σ_m n_m (obs_m − pred_m)² / Σ_m n_m: the squared
       distance to the diagonal integrated against the distribution of the
-      predictions (Eq. 54 with dp̂ the empirical measure of p̂, which makes it
-      0 for a calibrated model whatever range its predictions cover).
-    * ``auc`` = ∫_0^1 p̃(p̂) dp̂ (Eq. 53, uniform dp̂), with p̃ the piecewise-linear
-      curve through the non-empty bins' (mean_predicted, observed_frequency)
-      points, held constant before the first and after the last point
-      (``np.interp``); integrated exactly by the trapezoid rule on the knots
-      {0, points, 1}. 0.5 for the diagonal over a range symmetric about 1/2.
+      predictions (Jospin et al. Eq. 54 with dp̂ the empirical measure of p̂).
+    * ``mean_abs_gap`` = (1/(x_M − x_1)) ∫_{x_1}^{x_M} |p̃(p̂) − p̂| dp̂: the
+      mean vertical distance between the curve and the diagonal, taken
+      uniformly over the range of predictions the curve covers, where p̃ is
+      the piecewise-linear curve through the non-empty bins'
+      (mean_predicted, observed_frequency) points and x_1 ≤ … ≤ x_M their
+      abscissae (a single point gives its |gap|). Integrated exactly. It
+      replaces the area under the curve (Eq. 53), whose value for a
+      calibrated model depends on the range the predictions cover.
 
     Both are NaN for a curve without a non-empty bin.
     """
     count = curve["count"].to_numpy(dtype=float)
     keep = count > 0
     if not keep.any():
-        return {"squared_distance": math.nan, "auc": math.nan}
+        return {"squared_distance": math.nan, "mean_abs_gap": math.nan}
     x = curve["mean_predicted"].to_numpy(dtype=float)[keep]
     y = curve["observed_frequency"].to_numpy(dtype=float)[keep]
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]
     sq = float(np.sum(count[keep][order] * (y - x) ** 2) / np.sum(count[keep]))
-    knots = np.concatenate([[0.0], np.clip(x, 0.0, 1.0), [1.0]])
-    auc = float(np.trapezoid(np.interp(knots, x, y), knots))
-    return {"squared_distance": sq, "auc": auc}
+    return {"squared_distance": sq, "mean_abs_gap": _mean_abs_gap(x, y)}
 
 
 # --------------------------------------------------------------------------
@@ -517,39 +638,57 @@ def scalar_metrics(
     geo_eps: float = 0.01,
     geo_bins: int = 10,
     reliability_bins: int = 10,
+    l2_bins: int = 15,
 ) -> dict[str, float]:
     """Every scalar metric as a flat dict with stable snake_case keys.
 
-    Keys: accuracy, mean_confidence, nll, brier; ece (= ece_{ece_bins[0]}),
-    ece_{M}, ece_mass_{M}, mce_{M} for each M in ``ece_bins``; classwise_ece
-    (ece_bins[0] width bins); net_trust_score, confidence_correct,
-    confidence_incorrect; geometric_accuracy, decisiveness, robustness and
-    their *_measured; confidence_slope; reliability_sq_distance,
-    reliability_auc (top-label curve, ``reliability_bins`` bins).
+    Keys (sections of docs/method.md in brackets):
+
+    * accuracy, mean_confidence, nll, brier [§5.3];
+    * ece (= ece_{ece_bins[0]}), ece_{M}, ece_mass_{M}, mce_{M} for each M in
+      ``ece_bins`` [§5.1–5.2]; classwise_ece (ece_bins[0] width bins) [§5.3];
+    * smece [§5.4]; l2_ece, l2_ece_debiased (``l2_bins`` equal-mass bins) [§5.5];
+    * brier_reliability, brier_resolution, brier_uncertainty, brier_within_bin
+      (one-vs-rest, ``reliability_bins`` equal-width bins; they add up to brier) [§5.6];
+    * ks_error [§5.7]; aurc, eaurc [§5.8];
+    * net_trust_score, confidence_correct, confidence_incorrect [§6];
+    * geometric_accuracy, decisiveness, robustness and their *_measured;
+      confidence_slope [§7];
+    * reliability_sq_distance, reliability_mean_abs_gap (top-label curve,
+      ``reliability_bins`` bins) [§8].
     """
     probs, labels = _check(probs, labels)
     ece_bins = tuple(int(m) for m in ece_bins)
     if not ece_bins:
         raise ValueError("ece_bins must name at least one bin count")
-    conf, _ = _top_label(probs, labels)
+    conf, hit = _top_label(probs, labels)
+    width = {m: _gaps_from_top_label(conf, hit, m, "width") for m in ece_bins}  # shared by ECE and MCE
     out: dict[str, float] = {
         "accuracy": accuracy(probs, labels),
         "mean_confidence": float(np.mean(conf)),
         "nll": nll(probs, labels),
         "brier": brier(probs, labels),
-        "ece": ece(probs, labels, ece_bins[0]),
+        "ece": _ece_from_gaps(*width[ece_bins[0]]),
     }
     for m in ece_bins:
-        out[f"ece_{m}"] = ece(probs, labels, m)
+        out[f"ece_{m}"] = _ece_from_gaps(*width[m])
     for m in ece_bins:
-        out[f"ece_mass_{m}"] = ece(probs, labels, m, binning="mass")
+        out[f"ece_mass_{m}"] = _ece_from_gaps(*_gaps_from_top_label(conf, hit, m, "mass"))
     for m in ece_bins:
-        out[f"mce_{m}"] = mce(probs, labels, m)
-    out["classwise_ece"] = classwise_ece(probs, labels, ece_bins[0])
+        out[f"mce_{m}"] = _mce_from_gaps(*width[m])
+    binned = _onevsrest_binned(probs, labels, ece_bins[0])
+    out["classwise_ece"] = _classwise_from_binned(*binned[2:], *probs.shape)
+    out["smece"] = _smece_from_top_label(conf, hit)[0]
+    out["l2_ece"], out["l2_ece_debiased"] = _l2_from_top_label(conf, hit, int(l2_bins), "mass")
+    if int(reliability_bins) != ece_bins[0]:
+        binned = _onevsrest_binned(probs, labels, int(reliability_bins))
+    out.update(_brier_decomposition_from_binned(probs, *binned))
+    out["ks_error"] = _ks_from_top_label(conf, hit)
+    out["aurc"], out["eaurc"] = _aurc_from_top_label(conf, hit)
     out["net_trust_score"] = net_trust_score(probs, labels, nts_alpha, nts_beta)
     out["confidence_correct"], out["confidence_incorrect"] = expected_confidence(probs, labels)
     out.update(geometric_metrics(probs, labels, eps=geo_eps, n_bins=geo_bins))
     summary = reliability_summary(reliability_curve(probs, labels, reliability_bins))
     out["reliability_sq_distance"] = summary["squared_distance"]
-    out["reliability_auc"] = summary["auc"]
+    out["reliability_mean_abs_gap"] = summary["mean_abs_gap"]
     return {k: float(v) for k, v in out.items()}

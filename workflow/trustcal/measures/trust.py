@@ -27,7 +27,7 @@ REPRESENTATIVES = ("midpoint", "mean")
 FUSIONS = FUSION_METHODS
 TRUST_COLUMNS = (
     "epoch",
-    "calibrated",
+    "calibrator",
     "label",
     "belief",
     "disbelief",

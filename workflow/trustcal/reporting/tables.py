@@ -1,9 +1,16 @@
 """Tidy result tables from predicted probabilities, shared by the workflow and the CLI.
 
-Input is a sequence of :class:`Predictions` — one (epoch, calibrated, split)
+Input is a sequence of :class:`Predictions` — one (epoch, calibrator, split)
 each — whatever produced them (our logits, or someone's prediction files).
-Output is one long table per result, one row per (epoch, calibrated, …), so
-seaborn plots them directly and seeds stack by concatenation.
+Output is one long table per result, one row per (epoch, calibrator, …), so
+seaborn plots them directly and seeds stack by concatenation. ``calibrator`` is
+``none`` for the raw model; :func:`trustcal.files.paper_states` selects the
+paper's before (``none``) and after (``temperature``) calibration.
+
+With bootstrap parameters, every bootstrapped number of the test split gets
+``<name>_lo`` / ``<name>_hi`` columns: the percentile interval over resamples of
+the test set (:mod:`trustcal.measures.bootstrap`); the same resamples for every
+epoch and calibrator.
 """
 
 from __future__ import annotations
@@ -14,14 +21,24 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from trustcal.files import PAPER_CALIBRATOR, RAW
 from trustcal.measures import metrics
+from trustcal.measures.bootstrap import (
+    BootstrapParams,
+    bootstrap_opinions,
+    bootstrap_scores,
+    percentile_interval,
+    resample_counts,
+)
 from trustcal.measures.trust import TRUST_COLUMNS, TrustParams, cluster_evidence, cluster_index, trust_opinions
+
+__all__ = ["PAPER_CALIBRATOR", "RAW", "MetricParams", "Predictions", "SweepParams", "score_tables", "trust_tables"]
 
 
 @dataclass(frozen=True)
 class Predictions:
     epoch: int
-    calibrated: bool
+    calibrator: str  # "none" for the raw model
     split: str  # "test" or "val"
     probs: np.ndarray
     labels: np.ndarray
@@ -37,6 +54,7 @@ class MetricParams:
     geo_eps: float = 0.01
     geo_bins: int = 10
     reliability_bins: int = 10
+    l2_bins: int = 15
 
 
 @dataclass(frozen=True)
@@ -47,11 +65,11 @@ class SweepParams:
 
 
 def _keys(p: Predictions, **extra) -> dict:
-    return dict(epoch=p.epoch, calibrated=p.calibrated, split=p.split, **extra)
+    return dict(epoch=p.epoch, calibrator=p.calibrator, split=p.split, **extra)
 
 
 def _prepend(df: pd.DataFrame, p: Predictions, with_split: bool = True) -> pd.DataFrame:
-    keys = _keys(p) if with_split else dict(epoch=p.epoch, calibrated=p.calibrated)
+    keys = _keys(p) if with_split else dict(epoch=p.epoch, calibrator=p.calibrator)
     for i, (k, v) in enumerate(keys.items()):
         df.insert(i, k, v)
     return df
@@ -64,12 +82,41 @@ def _by_split(preds: Iterable[Predictions], split: str) -> list[Predictions]:
 # --------------------------------------------------------------------------- trust
 
 
-def trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd.DataFrame:
-    """docs/method.md §3 on the test predictions: K class opinions + the network opinion per (epoch, calibrated)."""
-    frames = [
-        _prepend(trust_opinions(p.probs, p.labels, params), p, with_split=False) for p in _by_split(preds, "test")
-    ]
-    return pd.concat(frames, ignore_index=True)[list(TRUST_COLUMNS)]
+OPINION = ("belief", "disbelief", "uncertainty")
+
+
+def _counts(preds: Sequence[Predictions], bootstrap: BootstrapParams | None) -> np.ndarray | None:
+    """The resample counts of the test set (the same for every epoch and calibrator), or None."""
+    tests = _by_split(preds, "test")
+    return resample_counts(len(tests[0].labels), bootstrap) if bootstrap is not None and tests else None
+
+
+def _interval_columns(replicates: dict[str, np.ndarray], level: float) -> dict[str, np.ndarray]:
+    """``<name>_lo`` / ``<name>_hi`` of each B-leading replicate array."""
+    out = {}
+    for name, values in replicates.items():
+        out[f"{name}_lo"], out[f"{name}_hi"] = percentile_interval(values, level)
+    return out
+
+
+def trust_table(
+    preds: Sequence[Predictions], params: TrustParams, bootstrap: BootstrapParams | None = None
+) -> pd.DataFrame:
+    """docs/method.md §3 on the test predictions: K class opinions + the network opinion per
+    (epoch, calibrator); with ``bootstrap`` (cumulative fusion), a percentile interval for each of
+    belief, disbelief and uncertainty."""
+    counts = _counts(preds, bootstrap) if params.cluster_fusion == params.class_fusion == "cumulative" else None
+    frames = []
+    for p in _by_split(preds, "test"):
+        df = _prepend(trust_opinions(p.probs, p.labels, params), p, with_split=False)
+        if counts is not None:
+            replicates = bootstrap_opinions(p.probs, p.labels, counts, params)
+            for name, values in _interval_columns({k: replicates[k] for k in OPINION}, bootstrap.level).items():
+                df[name] = values
+        frames.append(df)
+    table = pd.concat(frames, ignore_index=True)
+    intervals = [f"{k}_{end}" for k in OPINION for end in ("lo", "hi")]
+    return table[list(TRUST_COLUMNS) + [c for c in intervals if c in table.columns]]
 
 
 def dynamic_trust(fit: Predictions, new: Predictions, params: TrustParams) -> pd.DataFrame:
@@ -100,19 +147,19 @@ def dynamic_trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd
     """Mean per-prediction opinion on the test set, for correct and incorrect predictions.
 
     Cluster opinions are learned on the validation predictions of the same
-    (epoch, calibrated) when present (the operational setting), otherwise on
+    (epoch, calibrator) when present (the operational setting), otherwise on
     the test predictions themselves (``fitted_on`` says which).
     """
-    val = {(p.epoch, p.calibrated): p for p in _by_split(preds, "val")}
+    val = {(p.epoch, p.calibrator): p for p in _by_split(preds, "val")}
     rows = []
     for test in _by_split(preds, "test"):
-        fit = val.get((test.epoch, test.calibrated), test)
+        fit = val.get((test.epoch, test.calibrator), test)
         per_sample = dynamic_trust(fit, test, params)
         for correct, group in per_sample.groupby("correct"):
             rows.append(
                 dict(
                     epoch=test.epoch,
-                    calibrated=test.calibrated,
+                    calibrator=test.calibrator,
                     fitted_on=fit.split,
                     correct=bool(correct),
                     n=len(group),
@@ -122,7 +169,7 @@ def dynamic_trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd
                 )
             )
     return pd.DataFrame(
-        rows, columns=["epoch", "calibrated", "fitted_on", "correct", "n", "belief", "disbelief", "uncertainty"]
+        rows, columns=["epoch", "calibrator", "fitted_on", "correct", "n", "belief", "disbelief", "uncertainty"]
     )
 
 
@@ -147,7 +194,7 @@ def trust_sweep_table(preds: Sequence[Predictions], params: TrustParams, sweep: 
                 rows.append(
                     dict(
                         epoch=p.epoch,
-                        calibrated=p.calibrated,
+                        calibrator=p.calibrator,
                         clusters=m,
                         representative=rep,
                         belief=net.belief,
@@ -162,10 +209,13 @@ def trust_sweep_table(preds: Sequence[Predictions], params: TrustParams, sweep: 
 
 
 def trust_tables(
-    preds: Sequence[Predictions], params: TrustParams, sweep: SweepParams | None = None
+    preds: Sequence[Predictions],
+    params: TrustParams,
+    sweep: SweepParams | None = None,
+    bootstrap: BootstrapParams | None = None,
 ) -> dict[str, pd.DataFrame]:
     preds = list(preds)
-    out = {"trust": trust_table(preds, params), "dynamic_trust": dynamic_trust_table(preds, params)}
+    out = {"trust": trust_table(preds, params, bootstrap), "dynamic_trust": dynamic_trust_table(preds, params)}
     if sweep is not None:
         out["trust_sweep"] = trust_sweep_table(preds, params, sweep)
     return out
@@ -174,35 +224,43 @@ def trust_tables(
 # --------------------------------------------------------------------------- scores
 
 
-def score_tables(preds: Sequence[Predictions], mp: MetricParams = MetricParams()) -> dict[str, pd.DataFrame]:
-    """``scores`` (every scalar metric per epoch × calibrated × split) and the side tables.
+def score_tables(
+    preds: Sequence[Predictions], mp: MetricParams = MetricParams(), bootstrap: BootstrapParams | None = None
+) -> dict[str, pd.DataFrame]:
+    """``scores`` (every scalar metric per epoch × calibrator × split; with ``bootstrap``, the
+    percentile interval of each bootstrapped metric on the test split) and the side tables.
 
     Side tables are computed on every split: ``trust_spectrum`` (NetTrustScore
     per label), ``reliability`` (top-label and one-vs-rest curves) and
     ``trust_density`` (KDE of the question-answer trust per label).
     """
+    preds = list(preds)
     scores, spectra, curves, densities = [], [], [], []
     grid = np.linspace(0.0, 1.0, mp.density_points)
+    counts = _counts(preds, bootstrap)
     for p in preds:
-        scores.append(
-            _keys(
-                p,
-                **metrics.scalar_metrics(
-                    p.probs,
-                    p.labels,
-                    ece_bins=mp.ece_bins,
-                    nts_alpha=mp.nts_alpha,
-                    nts_beta=mp.nts_beta,
-                    geo_eps=mp.geo_eps,
-                    geo_bins=mp.geo_bins,
-                    reliability_bins=mp.reliability_bins,
-                ),
-            )
+        row = _keys(
+            p,
+            **metrics.scalar_metrics(
+                p.probs,
+                p.labels,
+                ece_bins=mp.ece_bins,
+                nts_alpha=mp.nts_alpha,
+                nts_beta=mp.nts_beta,
+                geo_eps=mp.geo_eps,
+                geo_bins=mp.geo_bins,
+                reliability_bins=mp.reliability_bins,
+                l2_bins=mp.l2_bins,
+            ),
         )
+        if counts is not None and p.split == "test":
+            replicates = bootstrap_scores(p.probs, p.labels, counts, mp)
+            row.update(_interval_columns(replicates, bootstrap.level))
+        scores.append(row)
         k = p.probs.shape[1]
         spectrum = metrics.trust_spectrum(p.probs, p.labels, k, mp.nts_alpha, mp.nts_beta)
-        counts = np.bincount(p.labels, minlength=k)
-        spectra.append(_prepend(pd.DataFrame(dict(label=np.arange(k), trust=spectrum, count=counts)), p))
+        per_label = np.bincount(p.labels, minlength=k)
+        spectra.append(_prepend(pd.DataFrame(dict(label=np.arange(k), trust=spectrum, count=per_label)), p))
         curves.append(_prepend(metrics.reliability_table(p.probs, p.labels, mp.reliability_bins), p))
         densities.append(
             _prepend(
@@ -213,9 +271,11 @@ def score_tables(preds: Sequence[Predictions], mp: MetricParams = MetricParams()
             )
         )
     scores = pd.DataFrame(scores)
-    first = ["epoch", "calibrated", "split", "accuracy", "nll", "ece"]  # the contracted columns
+    first = ["epoch", "calibrator", "split", "accuracy", "nll", "ece"]  # the contracted columns
+    estimates = [c for c in scores.columns if c not in first and not c.endswith(("_lo", "_hi"))]
+    intervals = [f"{c}_{end}" for c in first[3:] + estimates for end in ("lo", "hi") if f"{c}_lo" in scores.columns]
     return {
-        "scores": scores[first + [c for c in scores.columns if c not in first]],
+        "scores": scores[first + estimates + intervals],
         "trust_spectrum": pd.concat(spectra, ignore_index=True),
         "reliability": pd.concat(curves, ignore_index=True),
         "trust_density": pd.concat(densities, ignore_index=True),

@@ -1,7 +1,7 @@
 """Figures rendered from the tidy tables with seaborn / matplotlib.
 
 Every figure is a pure function of tidy DataFrames (one row per seed × epoch ×
-calibrated × …, with a ``seed`` column) and writes one file per path given
+calibrator × …, with a ``seed`` column) and writes one file per path given
 (PNG and PDF, format from the suffix). Several seeds are drawn as their mean
 with a band of ± one standard deviation (seaborn's ``errorbar="sd"``); the
 seed count is in every legend.
@@ -13,7 +13,9 @@ seed count is in every legend.
 - :mod:`.epochs`: figures against the epoch (trust grid, loss curves, network
   opinion, calibration and geometric metrics);
 - :mod:`.distributions`: reliability, trust spectrum, trust density, cluster
-  sweep and opinion triangle.
+  sweep and opinion triangle;
+- :mod:`.calibrators`: every calibrator against the raw model (trust, calibration
+  error with bootstrap bands, reliability at the best-validation epoch).
 
 Every public name of these modules is also an attribute of this package
 (``figures.FIGURES``, ``figures.draw``, ``figures.STATE_COLOURS``, …). They are
@@ -23,7 +25,7 @@ workflow) imports no matplotlib.
 
 from importlib import import_module
 
-_MODULES = ("registry", "style", "epochs", "distributions")
+_MODULES = ("registry", "style", "epochs", "distributions", "calibrators")
 
 
 def __getattr__(name: str):

@@ -31,6 +31,7 @@ from trustcal.reporting.figures.style import (
     save,
     seed_note,
     state_handles,
+    temperature_rows,
     with_state,
 )
 
@@ -162,7 +163,8 @@ def calibration_metrics(
         ax.set_title(name)
         ax.set_ylabel(unit)
     ax = axes.flat[-1]
-    cal = calibration if "seed" in calibration else calibration.assign(seed=0)
+    cal = temperature_rows(calibration)
+    cal = cal if "seed" in cal else cal.assign(seed=0)
     sns.lineplot(
         data=cal,
         x="epoch",

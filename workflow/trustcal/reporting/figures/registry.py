@@ -42,6 +42,7 @@ class _Lazy:
 
 
 style, epochs, distributions = _Lazy(".style"), _Lazy(".epochs"), _Lazy(".distributions")
+calibrators = _Lazy(".calibrators")
 
 # Table name → (the columns a figure needs, the rule that writes the table); the workflow's
 # file of a table is ``{name}.csv`` of each seed.
@@ -49,15 +50,15 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "trust": (TRUST_COLUMNS, "trust"),
     "history": (("epoch", "train_loss", "val_loss"), "train"),
     "trust_sweep": (
-        ("epoch", "calibrated", "clusters", "representative", "belief", "disbelief", "uncertainty"),
+        ("epoch", "calibrator", "clusters", "representative", "belief", "disbelief", "uncertainty"),
         "trust",
     ),
-    "scores": (("epoch", "calibrated", "split", "accuracy", "nll", "ece", "brier", "net_trust_score"), "scores"),
-    "calibration": (("epoch", "temperature", "fit_split"), "calibrate"),
+    "scores": (("epoch", "calibrator", "split", "accuracy", "nll", "ece", "brier", "net_trust_score"), "scores"),
+    "calibration": (("epoch", "temperature", "fit_split"), "calibration_table"),
     "reliability": (
         (
             "epoch",
-            "calibrated",
+            "calibrator",
             "split",
             "curve",
             "bin",
@@ -69,8 +70,8 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "scores",
     ),
-    "trust_spectrum": (("epoch", "calibrated", "split", "label", "trust"), "scores"),
-    "trust_density": (("epoch", "calibrated", "split", "label", "trust", "density"), "scores"),
+    "trust_spectrum": (("epoch", "calibrator", "split", "label", "trust"), "scores"),
+    "trust_density": (("epoch", "calibrator", "split", "label", "trust", "density"), "scores"),
 }
 
 # The rules that draw the figures (workflow/rules/figures.smk), split by what they read so that a
@@ -81,7 +82,8 @@ JOBS = {
 }
 # Report sections under each dataset (Snakemake report subcategories), in reading order.
 PAPER, PER_EPOCH, CHOSEN, VARIANTS = "1 Paper figures", "2 Metrics per epoch", "3 Chosen epochs", "4 Trust variants"
-STAGES = (PAPER, PER_EPOCH, CHOSEN, VARIANTS)
+CALIBRATORS = "5 Calibrators"
+STAGES = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATORS)
 
 # draw(tables, title, paths, options) → the figure; tables maps a name of TABLES to its frame (with a
 # ``seed`` column), options holds ``dataset`` and the config values of ``FigureSpec.params``.
@@ -219,6 +221,40 @@ FIGURES: dict[str, FigureSpec] = {
             caption="opinion_triangle.rst",
             series=True,
             summary="the network opinion of every epoch in the (b, d, u) triangle, with a zoomed view",
+        ),
+        FigureSpec(
+            "calibrator_trust",
+            lambda t, title, paths, o: calibrators.calibrator_trust(t["trust"], t["calibration"], title, paths),
+            tables=("trust", "calibration"),
+            job="figures",
+            stage=CALIBRATORS,
+            caption="calibrator_trust.rst",
+            series=True,
+            summary="belief, disbelief and uncertainty (network and mean over labels) against epoch for the raw model "
+            "and every calibrator, with bootstrap bands",
+        ),
+        FigureSpec(
+            "calibrator_metrics",
+            lambda t, title, paths, o: calibrators.calibrator_metrics(t["scores"], t["calibration"], title, paths),
+            tables=("scores", "calibration"),
+            job="metric_figures",
+            stage=CALIBRATORS,
+            caption="calibrator_metrics.rst",
+            series=True,
+            summary="ECE, smooth ECE, NLL and Brier score against epoch for the raw model and every calibrator, with "
+            "bootstrap bands",
+        ),
+        FigureSpec(
+            "calibrator_reliability",
+            lambda t, title, paths, o: calibrators.calibrator_reliability(
+                t["reliability"], t["history"], t["calibration"], title, paths
+            ),
+            tables=("reliability", "history", "calibration"),
+            job="metric_figures",
+            stage=CALIBRATORS,
+            caption="calibrator_reliability.rst",
+            series=False,
+            summary="top-label reliability diagram of the raw model and every calibrator at the best-validation epoch",
         ),
     )
 }

@@ -25,7 +25,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from trustcal.errors import TrustcalError  # noqa: E402
-from trustcal.files import atomic_path, read_csv  # noqa: E402
+from trustcal.files import PAPER_CALIBRATOR, atomic_path, paper_states, read_csv  # noqa: E402
 
 DATASET_TITLES = {"mnist": "MNIST (MLP)", "cifar10": "CIFAR-10 (CNN)"}
 LABEL_NAMES = {
@@ -48,6 +48,9 @@ FIGURE_SIZES: dict[str, tuple[float, float]] = {
     "trust_density": (FULL_WIDTH, 5.6),
     "cluster_sweep": (FULL_WIDTH, 4.5),
     "opinion_triangle": (FULL_WIDTH, 3.3),
+    "calibrator_trust": (FULL_WIDTH, 6.0),
+    "calibrator_metrics": (FULL_WIDTH, 2.9),
+    "calibrator_reliability": (FULL_WIDTH, 4.6),
 }
 
 BEFORE, AFTER = "Before calibration", "After calibration"
@@ -123,18 +126,21 @@ def concat_seeds(paths: Iterable[str | Path], columns: tuple[str, ...], rule: st
     return pd.concat(frames, ignore_index=True)
 
 
-def _bool(series: pd.Series) -> pd.Series:
-    return series.astype(str).str.lower().isin(("true", "1", "1.0"))
-
-
 def with_state(df: pd.DataFrame) -> pd.DataFrame:
-    """Add ``state`` ("Before calibration" / "After calibration") from ``calibrated``."""
-    df = df.copy()
-    df["calibrated"] = _bool(df["calibrated"])
+    """The paper's two states (the raw model and temperature scaling, :func:`~trustcal.files.paper_states`)
+    with ``state`` ("Before calibration" / "After calibration")."""
+    df = paper_states(df)
     df["state"] = df["calibrated"].map(STATE_NAMES)
     if "seed" not in df:
         df["seed"] = 0
     return df
+
+
+def temperature_rows(calibration: pd.DataFrame) -> pd.DataFrame:
+    """calibration.csv's rows of temperature scaling (a table from before the ``calibrator`` column: all)."""
+    if "calibrator" not in calibration:
+        return calibration
+    return calibration[calibration["calibrator"] == PAPER_CALIBRATOR]
 
 
 def n_seeds(df: pd.DataFrame) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.errors import TrustcalError
-from trustcal.files import calibrated_flag, read_csv, read_npz, run_key
+from trustcal.files import paper_states, read_csv, read_npz, run_key
 from trustcal.measures.trust import TRUST_COLUMNS
 from trustcal.training.history import best_epoch
 
@@ -52,7 +52,8 @@ class Run:
 
 def run_from_tables(trust: pd.DataFrame, history: pd.DataFrame, replicates: Mapping | None = None) -> Run:
     """A :class:`Run` from one seed's ``trust.csv`` rows, ``history.csv`` and optional bootstrap arrays."""
-    t = trust.assign(label=trust["label"].astype(str), calibrated=calibrated_flag(trust["calibrated"]))
+    t = paper_states(trust).assign(label=lambda d: d["label"].astype(str))
+    t = t.drop(columns=[c for c in ("calibrator",) if c in t])
     epochs = np.array(sorted(t["epoch"].astype(int).unique()))
     classes = sorted((x for x in t["label"].unique() if x != "network"), key=int)
     labels = classes + ["network"]

@@ -1,0 +1,209 @@
+"""Figures that compare the calibrators (calibration.methods) with the raw model, per epoch.
+
+Every calibrator has its colour (``CALIBRATOR_COLOURS``; the raw model, ``none``, and temperature
+scaling keep the paper figures' before/after colours). Lines are the mean over seeds; bands are the
+bootstrap interval over resamples of the test set (``*_lo`` / ``*_hi``, averaged over seeds), or,
+for a number without one, ± one sd over seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from trustcal.files import PAPER_CALIBRATOR, RAW
+from trustcal.reporting.figures.style import (
+    AFTER,
+    BEFORE,
+    STATE_COLOURS,
+    chosen_epochs,
+    class_rows,
+    figure_legend,
+    integer_epochs,
+    network_rows,
+    new_figure,
+    plain_numbers,
+    save,
+    seed_note,
+)
+
+CALIBRATOR_NAMES = {
+    RAW: "none (raw model)",
+    "temperature": "temperature",
+    "vector": "vector scaling",
+    "matrix": "matrix scaling (ODIR)",
+    "dirichlet": "Dirichlet (ODIR)",
+    "histogram": "histogram binning",
+    "isotonic": "isotonic regression",
+}
+CALIBRATOR_COLOURS = {  # Okabe–Ito; none and temperature as "before" and "after" in the paper figures
+    RAW: STATE_COLOURS[BEFORE],
+    PAPER_CALIBRATOR: STATE_COLOURS[AFTER],
+    "vector": "#009E73",
+    "matrix": "#CC79A7",
+    "dirichlet": "#E69F00",
+    "histogram": "#56B4E9",
+    "isotonic": "#000000",
+}
+FIT_SPLITS = {"val": "the validation split", "test": "the test split (leaks test labels)"}
+
+
+def calibrators_of(df: pd.DataFrame) -> list[str]:
+    """The calibrators of a table, in the order of ``CALIBRATOR_NAMES`` (others after)."""
+    present = list(dict.fromkeys(df["calibrator"].astype(str)))
+    return sorted(present, key=lambda c: list(CALIBRATOR_NAMES).index(c) if c in CALIBRATOR_NAMES else 99)
+
+
+def fitted_note(calibration: pd.DataFrame | None) -> str:
+    """Where the calibrators were fitted, from calibration.csv's ``fit_split``."""
+    if calibration is None or "fit_split" not in calibration or calibration["fit_split"].isna().all():
+        return "calibrators fitted per epoch"
+    splits = sorted({FIT_SPLITS.get(str(s), str(s)) for s in calibration["fit_split"].dropna()})
+    return "calibrators fitted per epoch on " + " and ".join(splits)
+
+
+def _line(ax: plt.Axes, df: pd.DataFrame, column: str, calibrator: str) -> None:
+    """Mean over seeds of ``column`` against the epoch, with its band (bootstrap, else ± sd over seeds)."""
+    rows = df[df["calibrator"].astype(str) == calibrator]
+    if rows.empty or column not in rows or rows[column].isna().all():
+        return
+    g = rows.groupby("epoch")
+    mean = g[column].mean()
+    colour = CALIBRATOR_COLOURS.get(calibrator, "0.4")
+    if f"{column}_lo" in rows and rows[f"{column}_lo"].notna().any():
+        lo, hi = g[f"{column}_lo"].mean(), g[f"{column}_hi"].mean()
+    elif rows["seed"].nunique() > 1:
+        sd = g[column].std()
+        lo, hi = mean - sd, mean + sd
+    else:
+        lo = hi = None
+    if lo is not None:
+        ax.fill_between(mean.index, lo, hi, color=colour, alpha=0.18, linewidth=0)
+    ax.plot(mean.index, mean.values, color=colour, linewidth=1.0, marker="o" if len(mean) < 15 else None, markersize=3)
+
+
+def _handles(calibrators: Sequence[str]) -> list:
+    return [
+        Line2D([], [], color=CALIBRATOR_COLOURS.get(c, "0.4"), label=CALIBRATOR_NAMES.get(c, c)) for c in calibrators
+    ]
+
+
+def calibrator_trust(
+    trust: pd.DataFrame, calibration: pd.DataFrame | None, title: str, paths: Sequence[str | Path]
+) -> plt.Figure:
+    """Belief, disbelief and uncertainty per epoch, of the network and the mean over labels, per calibrator."""
+    net = network_rows(trust)
+    labels = class_rows(trust)
+    keys = ["seed", "epoch", "calibrator"]
+    label_mean = labels.groupby(keys, as_index=False)[["belief", "disbelief", "uncertainty"]].mean()
+    calibrators = calibrators_of(trust)
+    fig, axes = new_figure("calibrator_trust", nrows=3, ncols=2, sharex=True)
+    for row, component in enumerate(("belief", "disbelief", "uncertainty")):
+        for col, (table, name) in enumerate(((net, "network"), (label_mean, "mean over labels"))):
+            ax = axes[row, col]
+            for c in calibrators:
+                _line(ax, table, component, c)
+            ax.set_title(f"{component.capitalize()}, {name}")
+            plain_numbers(ax)
+            integer_epochs(ax)
+            ax.set_xlabel("Epoch" if row == 2 else "")
+    fig.suptitle(f"{title}: trust opinion per calibrator (test set)")
+    band = "band: 95 % bootstrap interval (network), ± sd over seeds (labels)"
+    figure_legend(
+        fig,
+        _handles(calibrators),
+        f"{seed_note(trust)}; {band}; {fitted_note(calibration)}",
+        ncols=min(len(calibrators), 4),
+    )
+    return save(fig, paths)
+
+
+METRIC_PANELS = (
+    ("ece", "ECE (top-label)"),
+    ("smece", "smooth ECE"),
+    ("nll", "NLL"),
+    ("brier", "Brier score"),
+)
+
+
+def calibrator_metrics(
+    scores: pd.DataFrame, calibration: pd.DataFrame | None, title: str, paths: Sequence[str | Path]
+) -> plt.Figure:
+    """ECE, smooth ECE, NLL and Brier score on the test set per epoch, per calibrator, with bootstrap bands."""
+    test = scores[scores["split"] == "test"]
+    calibrators = calibrators_of(test)
+    panels = [(c, n) for c, n in METRIC_PANELS if c in test and test[c].notna().any()]
+    fig, axes = new_figure("calibrator_metrics", nrows=1, ncols=len(panels), sharex=True, squeeze=False)
+    for ax, (column, name) in zip(axes[0], panels):
+        for c in calibrators:
+            _line(ax, test, column, c)
+        ax.set_title(name)
+        ax.set_xlabel("Epoch")
+        integer_epochs(ax)
+        plain_numbers(ax)
+        if column == "nll" and test[column].max() > 5 * max(test[column].min(), 1e-12):
+            ax.set_yscale("log")
+    fig.suptitle(f"{title}: calibration error per calibrator (test set)")
+    figure_legend(
+        fig,
+        _handles(calibrators) + [Patch(color="0.6", alpha=0.3, label="95 % bootstrap interval")],
+        f"{seed_note(test)}; {fitted_note(calibration)}",
+        ncols=min(len(calibrators) + 1, 4),
+    )
+    return save(fig, paths)
+
+
+def calibrator_reliability(
+    reliability: pd.DataFrame,
+    history: pd.DataFrame,
+    calibration: pd.DataFrame | None,
+    title: str,
+    paths: Sequence[str | Path],
+) -> plt.Figure:
+    """Top-label reliability diagram of every calibrator at each seed's best-validation epoch (test set)."""
+    chosen = chosen_epochs(history)
+    best = chosen[chosen["which"] == "best"][["seed", "epoch"]]
+    top = reliability[(reliability["curve"] == "top_label") & (reliability["split"] == "test")]
+    top = top.merge(best, on=["seed", "epoch"], how="inner")
+    calibrators = calibrators_of(top)
+    ncols = min(len(calibrators), 4)
+    nrows = -(-len(calibrators) // ncols)
+    fig, axes = new_figure("calibrator_reliability", nrows=nrows, ncols=ncols, sharex=True, sharey=True, squeeze=False)
+    for ax in axes.flat[len(calibrators) :]:
+        ax.set_visible(False)
+    for ax, c in zip(axes.flat, calibrators):
+        rows = top[top["calibrator"].astype(str) == c]
+        ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=0.8)
+        for _, curve in rows.groupby("seed"):
+            curve = curve[curve["count"] > 0].sort_values("mean_predicted")
+            ax.plot(
+                curve["mean_predicted"],
+                curve["observed_frequency"],
+                color=CALIBRATOR_COLOURS.get(c, "0.4"),
+                marker="o",
+                markersize=2.5,
+                linewidth=0.9,
+                alpha=0.8,
+            )
+        ax.set_title(CALIBRATOR_NAMES.get(c, c))
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_aspect("equal")
+    for ax in axes[-1]:
+        ax.set_xlabel("Confidence")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("Accuracy")
+    epochs = sorted(best["epoch"].unique())
+    fig.suptitle(
+        f"{title}: reliability at the best-validation epoch ({', '.join(map(str, epochs))}), test set, "
+        "one line per seed"
+    )
+    fig.text(
+        0.5, 0.005, fitted_note(calibration) + "; the dotted diagonal is perfect calibration", ha="center", fontsize=7
+    )
+    return save(fig, paths)
