@@ -241,3 +241,19 @@ def test_api_docstring_examples():
 
     results = doctest.testmod(trustcal.api, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert results.attempted >= 8 and results.failed == 0
+
+
+def test_calibrators_give_one_row_each_and_their_opinions():
+    logits, labels = model_outputs(1)
+    val_logits, val_labels = model_outputs(2, n=600)
+    result = trustcal.assess(
+        logits, labels, kind="logits", validation=(val_logits, val_labels), calibrators=["temperature", "isotonic"]
+    )
+    test = result.scores[result.scores["split"] == "test"].set_index("calibrator")
+    assert list(test.index) == ["none", "temperature", "isotonic"]
+    assert test.at["isotonic", "ece"] < test.at["none", "ece"]  # an overconfident model is corrected
+    b, d, u = result.network_opinion("isotonic")
+    assert b + d + u == pytest.approx(1)
+    assert set(result.calibration["calibrator"]) == {"temperature", "isotonic"}
+    with pytest.raises(PredictionError, match="no rows of calibrator 'dirichlet'"):
+        result.network_opinion("dirichlet")

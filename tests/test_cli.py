@@ -129,7 +129,9 @@ def test_single_file_gets_reliability_and_trust_spectrum_figures(tmp_path):
         assert (out / "figures" / f"{name}.png").stat().st_size > 10_000
     assert "trust_grid.png" not in drawn  # needs the epoch axis
     left_out = next(line for line in stdout.splitlines() if line.startswith("figures not drawn"))
+    left_out = set(left_out.split(": ", 1)[1].split(", "))
     assert "reliability" not in left_out and "trust_spectrum" not in left_out and "trust_grid" in left_out
+    assert "calibrator_reliability" in left_out  # no validation data: no calibrator to compare
 
 
 def test_missing_out_is_a_short_error_naming_the_fix(tmp_path):
@@ -171,3 +173,31 @@ def test_loss_history_passed_as_predictions_suggests_history(tmp_path, series):
 def test_the_authors_loss_history_passed_as_predictions():
     stderr = _history_error(MNIST_PRED / "loss_history.npy", "--out", "unused")
     assert "--history loss_history.npy" in stderr
+
+
+def test_calibrators_and_bootstrap_options(tmp_path):
+    """--calibrators fits each method on the validation data (one row per calibrator in every
+    table); --bootstrap sets the resamples behind the intervals, 0 leaves them out."""
+    rng = np.random.default_rng(5)
+    labels, val_labels = np.arange(300) % 4, np.arange(200) % 4
+    logits = 3 * (rng.normal(size=(300, 4)) + 2.0 * np.eye(4)[labels])  # overconfident
+    val_logits = 3 * (rng.normal(size=(200, 4)) + 2.0 * np.eye(4)[val_labels])
+    src = tmp_path / "model.npz"
+    np.savez(src, logits=logits, labels=labels, val_logits=val_logits, val_labels=val_labels)
+    out = tmp_path / "out"
+    code, stdout, stderr = run(
+        "assess", src, "--out", out, "--no-figures", "--calibrators", "temperature,histogram", "--bootstrap", 50
+    )
+    assert code == 0, stderr
+    scores = pd.read_csv(out / "scores.csv")
+    assert set(scores["calibrator"]) == {"none", "temperature", "histogram"}
+    test = scores[scores["split"] == "test"].set_index("calibrator")
+    assert (test["ece_lo"] <= test["ece_hi"]).all() and test.at["none", "ece"] > test.at["temperature", "ece"]
+    assert set(pd.read_csv(out / "calibration.csv")["calibrator"]) == {"temperature", "histogram"}
+    assert "histogram" in stdout and "bootstrap interval" in stdout  # the last epoch of every calibrator
+    code, _, stderr = run("assess", src, "--out", tmp_path / "none", "--no-figures", "--bootstrap", 0)
+    assert code == 0, stderr
+    assert "ece_lo" not in pd.read_csv(tmp_path / "none" / "scores.csv").columns
+    code, _, stderr = run("assess", src, "--out", tmp_path / "bad", "--calibrators", "platt")
+    assert code == 2 and "unknown calibrator platt; choose from temperature, vector" in stderr
+    assert len(stderr.strip().splitlines()) <= 3  # a short usage error, not the whole usage

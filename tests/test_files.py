@@ -2,9 +2,10 @@
 
 import glob
 
+import pandas as pd
 import pytest
 
-from trustcal.files import atomic_directory, atomic_path, remove_stale_temporaries
+from trustcal.files import atomic_directory, atomic_path, paper_states, remove_stale_temporaries
 
 
 def test_atomic_path_replaces_the_target_only_on_success(tmp_path):
@@ -56,3 +57,15 @@ def test_stale_temporaries_of_the_named_targets_only_are_removed(tmp_path):
     ]
     assert len(remove_stale_temporaries(tmp_path, "epoch*.pt")) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [".trust.csv.k2j3.tmp", "scores.csv"]
+
+
+def test_paper_states_are_the_raw_model_and_temperature_scaling():
+    table = pd.DataFrame(
+        {"epoch": [1, 1, 1, 2], "calibrator": ["none", "temperature", "isotonic", "none"], "x": range(4)}
+    )
+    got = paper_states(table)
+    assert got["calibrator"].tolist() == ["none", "temperature", "none"]
+    assert got["calibrated"].tolist() == [False, True, False] and got["x"].tolist() == [0, 1, 3]
+    assert list(got.columns) == ["epoch", "calibrator", "calibrated", "x"]
+    old = pd.DataFrame({"epoch": [1, 1], "calibrated": ["True", "false"]})  # a table from before the column
+    assert paper_states(old)["calibrated"].tolist() == [True, False]

@@ -161,11 +161,17 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
             out[name] = np.abs(block).sum(axis=1)
     out["ece"] = out[f"ece_{m0}"]
     out["l2_ece"], out["l2_ece_debiased"] = _l2(out.pop("l2_count"), out.pop("l2_conf"), out.pop("l2_hit"), n)
-    out["aurc"], out["eaurc"] = _aurc(conf, hit, counts)
-    order = np.argsort(conf, kind="stable")  # KS: the walk at the end of each group of equal confidences
+    # KS and AURC: the resamples' counts in increasing confidence, one row per sample (contiguous
+    # rows of B counts), summed over each group of equal confidences
+    # (cumulative sums over the samples, read at the last sample of each group)
+    order = np.argsort(conf, kind="stable")
     ends = np.append(conf[order][1:] != conf[order][:-1], True)
-    walk = np.cumsum(counts[:, order].astype(np.float64) * gap[order], axis=1)[:, ends] / n
-    out["ks_error"] = np.abs(walk).max(axis=1)
+    drawn = np.ascontiguousarray(counts.T)[order]  # N × B
+    walk = np.cumsum(drawn * gap[order, None], axis=0, dtype=np.float64)[ends]  # Σ (hit − conf) so far
+    out["ks_error"] = np.abs(walk).max(axis=0) / n
+    through = np.cumsum(drawn, axis=0, dtype=np.float64)[ends]  # drawn up to each group's end
+    wrong = np.cumsum(drawn * (1.0 - hit[order, None]), axis=0, dtype=np.float64)[ends]
+    out["aurc"], out["eaurc"] = _aurc(through, wrong, n)
     return out
 
 
@@ -182,28 +188,26 @@ def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[n
     return np.sqrt(plugin), np.sqrt(np.maximum(debiased, 0.0))
 
 
-def _aurc(conf: np.ndarray, hit: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """AURC and E-AURC of each resample, as :func:`trustcal.measures.metrics.aurc` computes them.
+def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """AURC and E-AURC of each resample, as :func:`trustcal.measures.metrics.aurc` computes them,
+    from the samples drawn (``through``) and the errors among them (``wrong``) up to the end of each
+    group of equal confidence (groups × B, in increasing confidence).
 
-    Samples in decreasing confidence; equal confidences form one group whose errors spread evenly
-    (the resample's copies of a sample share its confidence, so they join its group). A group that
-    starts after s accepted samples with A errors before it, W members and E errors adds
-    Σ_{k=s+1}^{s+W} (A + (k − s)·E/W)/k = (A − s·E/W)(H_{s+W} − H_s) + E to Σ_k risk_k, with H the
-    harmonic numbers: O(B·N) for all resamples.
+    Samples are accepted in decreasing confidence; equal confidences form one group whose errors
+    spread evenly (the resample's copies of a sample share its confidence, so they join its group).
+    A group that starts after s accepted samples with A errors before it, W members and E errors
+    adds Σ_{k=s+1}^{s+W} (A + (k − s)·E/W)/k = (A − s·E/W)(H_{s+W} − H_s) + E to Σ_k risk_k, with
+    H the harmonic numbers: O(B·N) for all resamples.
     """
-    n = conf.size
-    order = np.argsort(-conf, kind="stable")
-    c = conf[order]
-    starts = np.flatnonzero(np.append(True, c[1:] != c[:-1]))
-    w = counts[:, order].astype(np.float64)
-    size = np.add.reduceat(w, starts, axis=1)  # B × groups: members of each group
-    errors = np.add.reduceat(w * (1.0 - hit[order]), starts, axis=1)
-    before = np.cumsum(size, axis=1) - size  # accepted before each group
-    errors_before = np.cumsum(errors, axis=1) - errors
+    size = np.diff(through, axis=0, prepend=0.0)
+    errors = np.diff(wrong, axis=0, prepend=0.0)
+    before = n - through  # accepted before the group: every sample of higher confidence
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
-    lo, hi = before.astype(np.int64), (before + size).astype(np.int64)
-    rate = np.where(size > 0, errors / np.maximum(size, 1), 0.0)
-    area = ((errors_before - before * rate) * (harmonic[hi] - harmonic[lo]) + errors).sum(axis=1) / n
-    e = np.rint(errors.sum(axis=1)).astype(np.int64)  # errors of each resample
+    h_before = harmonic[before.astype(np.int64)]  # counts are whole numbers, exact in float64
+    # H_{s+W} − H_s: s + W is the s of the previous row (the next-lower confidence; n before the first)
+    steps = -np.diff(h_before, axis=0, prepend=harmonic[n])
+    rate = np.divide(errors, size, out=np.zeros_like(errors), where=size > 0)  # an empty group adds 0
+    area = (((wrong[-1] - wrong) - before * rate) * steps + errors).sum(axis=0) / n
+    e = np.rint(wrong[-1]).astype(np.int64)  # errors of each resample
     optimal = (e - (n - e) * (harmonic[n] - harmonic[n - e])) / n  # every error ranked last
     return area, area - optimal
