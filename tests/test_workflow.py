@@ -132,6 +132,11 @@ def test_bad_config_stops_before_any_job_with_a_readable_message(copy_of):
         ("epochs=0", "key 'epochs' is 0; it must be ≥ 1"),
         ("clusters=-1", "key 'clusters' is -1"),
         ("epoch=3", "unknown key 'epoch' (did you mean 'epochs'?)"),
+        ("calibration={methods: [platt]}", "allowed values: temperature, vector"),
+        (
+            "calibration={options: {matrix: {odir_lamda: 1}}}",
+            "calibration.options.matrix: unknown option(s) odir_lamda; matrix accepts: odir_lambda",
+        ),
     ):
         proc = snakemake(copy_of, "--dry-run", "--config", override, check=False)
         assert proc.returncode != 0

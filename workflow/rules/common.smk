@@ -89,6 +89,23 @@ wildcard_constraints:
     calibrator="|".join(CALIBRATORS),
 
 
+def _check_calibration_options():
+    """Unknown options of a calibrator stop the run before any job starts."""
+    from trustcal.calibration.base import calibrator_class
+
+    for method, options in config["calibration"]["options"].items():
+        accepted = calibrator_class(method).options
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            raise WorkflowError(
+                f"config.yaml: calibration.options.{method}: unknown option(s) {', '.join(unknown)}; "
+                f"{method} accepts: {', '.join(accepted) or 'none'}"
+            )
+
+
+_check_calibration_options()
+
+
 def calibration_params(method):
     cal = config["calibration"]
     return dict(

@@ -396,7 +396,11 @@ def calibrator_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     trust = tables["trust"]
     net = trust[trust["label"].astype(str) == "network"]
     net = net[["epoch", "calibrator", *_with_intervals(net, SUMMARY_OPINION)]]
-    return scores.merge(net, on=["epoch", "calibrator"]).sort_values(["epoch", "calibrator"], ignore_index=True)
+    order = {c: i for i, c in enumerate(dict.fromkeys(scores["calibrator"]))}  # none, then as fitted
+    table = scores.merge(net, on=["epoch", "calibrator"])
+    return table.sort_values(
+        ["epoch", "calibrator"], key=lambda c: c.map(order) if c.name == "calibrator" else c
+    ).reset_index(drop=True)
 
 
 def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -102,9 +102,14 @@ def calibrate_stage(
     rows, states = [], {}
     for path in sorted(logit_paths, key=epoch_of):
         epoch = epoch_of(path)
-        row, states[epoch] = calibration_row(
-            epoch, load_logits(path), method, split, t_min=t_min, t_max=t_max, options=options
-        )
+        try:
+            row, states[epoch] = calibration_row(
+                epoch, load_logits(path), method, split, t_min=t_min, t_max=t_max, options=options
+            )
+        except ValueError as exc:  # e.g. a bad option value: said without a traceback
+            raise TrustcalError(
+                f"{path}: {method} calibration: {exc} (calibration.options.{method}: {options or {}})"
+            ) from None
         if row["at_bound"]:
             log.warning("%s: temperature hit the search bound (T = %g)", path, row["temperature"])
         if not row["converged"]:
@@ -174,7 +179,6 @@ def scores_stage(logit_paths, calibrators, outputs: dict[str, str], params: Metr
     write_tables(score_tables(preds, params, bootstrap=bootstrap), outputs)
 
 
-BOOTSTRAP_KEYS = ("epochs", "belief", "disbelief", "uncertainty", "resamples", "seed", "level")
 PAPER_STATES = (RAW, PAPER_CALIBRATOR)  # the paper's before and after calibration
 
 
