@@ -16,6 +16,11 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+# --sdm apptainer (with conda): every job's conda environment (envs/) inside this
+# image; `snakemake --containerize` writes a Dockerfile with the environments built in.
+container: "docker://condaforge/miniforge3:24.11.3-0"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
