@@ -34,7 +34,6 @@ rule calibration_table:
         "results/logs/calibration_table/{dataset}/seed{seed}.log",
     group:
         "evaluate"
-    localrule: True
     conda:
         "../../envs/analysis.yaml"
     threads: 1
