@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.errors import TrustcalError
+from trustcal.calibration import CALIBRATORS
 from trustcal.files import PAPER_CALIBRATOR, atomic_path, paper_states, read_seeds
 from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, invariance_note, load_runs
 from trustcal.training.history import best_epoch
@@ -139,9 +140,6 @@ def metrics_rows(scores: pd.DataFrame, calibration: pd.DataFrame, history: pd.Da
     return rows
 
 
-CALIBRATOR_ORDER = ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
-
-
 def _seed_values(table: pd.DataFrame, picked, calibrator: str, col: str) -> np.ndarray:
     """``col`` of ``calibrator`` at each (seed, epoch) of ``picked``."""
     t = table[table["calibrator"] == calibrator].set_index(["seed", "epoch"])
@@ -170,7 +168,7 @@ def calibrator_rows(scores: pd.DataFrame, trust: pd.DataFrame, history: pd.DataF
     labels = trust[trust["label"].astype(str) != "network"]
     belief = labels.groupby(["seed", "calibrator", "epoch"])["belief"].mean().unstack("calibrator")
     late = belief[belief.index.get_level_values("epoch") >= min(20, last)]
-    order = [c for c in CALIBRATOR_ORDER if c in belief]
+    order = [c for c in CALIBRATORS if c in belief]
     rows = []
     for c in order:
         gap = (belief[c] - belief["none"]).groupby("seed").min()  # after − before, lowest over epochs
@@ -222,7 +220,7 @@ def calibrator_findings(scores: pd.DataFrame, trust: pd.DataFrame) -> list[str]:
     epochs is its test ECE below the raw model's with non-overlapping intervals."""
     labels = trust[trust["label"].astype(str) != "network"]
     belief = labels.groupby(["seed", "calibrator", "epoch"])["belief"].mean().unstack("calibrator")
-    fitted = [c for c in CALIBRATOR_ORDER[1:] if c in belief.columns]
+    fitted = [c for c in CALIBRATORS[1:] if c in belief.columns]
     gaps = {c: (belief[c] - belief["none"]).groupby("seed").min() for c in fitted}
     above = [c for c in fitted if (gaps[c] > 0).all()]
     below = [c for c in fitted if (gaps[c] < 0).all()]

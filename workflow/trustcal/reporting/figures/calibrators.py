@@ -16,6 +16,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from trustcal.calibration import CALIBRATORS
 from trustcal.files import PAPER_CALIBRATOR, RAW
 from trustcal.reporting.figures.style import (
     AFTER,
@@ -54,9 +55,9 @@ FIT_SPLITS = {"val": "the validation split", "test": "the test split (leaks test
 
 
 def calibrators_of(df: pd.DataFrame) -> list[str]:
-    """The calibrators of a table, in the order of ``CALIBRATOR_NAMES`` (others after)."""
+    """The calibrators of a table, in the order of :data:`trustcal.calibration.CALIBRATORS` (others after)."""
     present = list(dict.fromkeys(df["calibrator"].astype(str)))
-    return sorted(present, key=lambda c: list(CALIBRATOR_NAMES).index(c) if c in CALIBRATOR_NAMES else 99)
+    return sorted(present, key=lambda c: CALIBRATORS.index(c) if c in CALIBRATORS else len(CALIBRATORS))
 
 
 def fitted_note(calibration: pd.DataFrame | None) -> str:
