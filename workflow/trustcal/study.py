@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trustcal.errors import TrustcalError
 from trustcal.calibration import CALIBRATORS
+from trustcal.errors import TrustcalError
 from trustcal.files import PAPER_CALIBRATOR, atomic_path, paper_states, read_seeds
 from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, invariance_note, load_runs
 from trustcal.training.history import best_epoch
