@@ -114,11 +114,11 @@ def calibrator_trust(
             integer_epochs(ax)
             ax.set_xlabel("Epoch" if row == 2 else "")
     fig.suptitle(f"{title}: trust opinion per calibrator (test set)")
-    band = "band: 95 % bootstrap interval (network), ± sd over seeds (labels)"
+    band = "bands: 95 % bootstrap interval (network), ± sd over seeds (labels)"
     figure_legend(
         fig,
         _handles(calibrators),
-        f"{seed_note(trust)}; {band}; {fitted_note(calibration)}",
+        f"{seed_note(trust)}; {fitted_note(calibration)}\n{band}",
         ncols=min(len(calibrators), 4),
     )
     return save(fig, paths)
@@ -146,14 +146,16 @@ def calibrator_metrics(
         ax.set_title(name)
         ax.set_xlabel("Epoch")
         integer_epochs(ax)
-        plain_numbers(ax)
         if column == "nll" and test[column].max() > 5 * max(test[column].min(), 1e-12):
             ax.set_yscale("log")
+        plain_numbers(ax)
+        if ax.get_yscale() == "log":  # plain labels on the log axis's minor ticks too
+            ax.yaxis.set_minor_formatter(ax.yaxis.get_major_formatter())
     fig.suptitle(f"{title}: calibration error per calibrator (test set)")
     figure_legend(
         fig,
         _handles(calibrators) + [Patch(color="0.6", alpha=0.3, label="95 % bootstrap interval")],
-        f"{seed_note(test)}; {fitted_note(calibration)}",
+        f"{seed_note(test)}\n{fitted_note(calibration)}",
         ncols=min(len(calibrators) + 1, 4),
     )
     return save(fig, paths)
@@ -202,9 +204,7 @@ def calibrator_reliability(
     epochs = sorted(best["epoch"].unique())
     fig.suptitle(
         f"{title}: reliability at the best-validation epoch ({', '.join(map(str, epochs))}), test set, "
-        "one line per seed"
-    )
-    fig.text(
-        0.5, 0.005, fitted_note(calibration) + "; the dotted diagonal is perfect calibration", ha="center", fontsize=7
+        f"one line per seed\n{fitted_note(calibration)}; dotted: perfect calibration",
+        fontsize="medium",
     )
     return save(fig, paths)
