@@ -12,6 +12,7 @@ import time
 import tomllib
 import venv
 
+import numpy as np
 import pytest
 from conftest import AUTHOR_PREDICTIONS, REPO
 
@@ -51,7 +52,14 @@ def test_dependencies_are_layered():
     extras = project["optional-dependencies"]
     assert project["dependencies"] == LIGHT_DEPENDENCIES
     assert extras["train"] == ["torch>=2.14,<2.15", "torchvision>=0.29,<0.30"]
-    assert extras["workflow"] == ["trustcal[train]", "snakemake>=9.0,<10", "pyyaml>=6.0", "jsonschema>=4.20"]
+    assert extras["calibration"] == ["scipy>=1.11", "scikit-learn>=1.3"]  # vector … isotonic
+    assert extras["workflow"] == [
+        "trustcal[train]",
+        "trustcal[calibration]",
+        "snakemake>=9.0,<10",
+        "pyyaml>=6.0",
+        "jsonschema>=4.20",
+    ]
     assert extras["cluster"] == ["snakemake-executor-plugin-slurm>=2.0"]
     assert extras["slurm"] == ["trustcal[cluster]"]
     assert extras["test"][0] == "trustcal[workflow]"
@@ -99,7 +107,9 @@ def test_the_wheel_alone_runs_trustcal_assess(tmp_path):
     )
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert {"trustcal", "numpy", "pandas", "matplotlib", "seaborn", "tqdm"} <= installed
-    assert not installed & {"torch", "torchvision", "snakemake", "pyyaml", "jsonschema"}, installed
+    assert not installed & {"torch", "torchvision", "snakemake", "pyyaml", "jsonschema", "scipy", "scikit-learn"}, (
+        installed
+    )
 
     out = tmp_path / "out"
     done = subprocess.run(
@@ -114,4 +124,20 @@ def test_the_wheel_alone_runs_trustcal_assess(tmp_path):
     assert summary["classes"] == 10 and len(summary["files"]) >= 2
     assert all(0 <= e["ece"] <= 1 and e["accuracy"] > 0.9 for e in summary["epochs"])
     assert (out / "trust.csv").is_file() and (out / "scores.csv").is_file()
+    assert all(e["ece_lo"] <= e["ece_hi"] for e in summary["epochs"])  # the bootstrap needs numpy only
+
+    # a calibrator that needs scipy says which extra to install, in one line, with no traceback
+    rng = np.random.default_rng(0)
+    labels = np.arange(300) % 3
+    logits = rng.normal(size=(300, 3)) + 2 * np.eye(3)[labels]
+    np.savez(tmp_path / "model.npz", logits=logits, labels=labels, val_logits=logits, val_labels=labels)
+    done = subprocess.run(
+        [env_dir / "bin" / "trustcal", "assess", "model.npz", "--out", "cal", "--calibrators", "temperature,matrix"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0 and "pip install 'trustcal[calibration]'" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
     print(f"wheel built, installed and run in {time.monotonic() - start:.0f} s")
