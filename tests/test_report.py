@@ -66,3 +66,28 @@ def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished,
     assert "JPEG" in block and "`snakemake --cores 2`" in block
     for claim in CLAIMS:
         assert f"`{claim.id}`" in block
+
+
+def test_calibrator_findings_answer_the_two_questions_from_the_tables():
+    """Hand-built tables: isotonic keeps trust above the raw model at every epoch, temperature not;
+    isotonic's ECE interval lies below the raw model's at epochs 2 and 3 and overlaps at epoch 1."""
+    from trustcal.study import calibrator_findings, separated_epochs
+
+    rows, trust = [], []
+    for epoch in (1, 2, 3):
+        raw_lo = 0.05
+        for cal, ece, lo, hi, shift in (
+            ("none", 0.06, raw_lo, 0.07, 0.0),
+            ("temperature", 0.02, 0.01, 0.03, -0.01 if epoch == 2 else 0.01),
+            ("isotonic", 0.03 if epoch > 1 else 0.055, 0.02, 0.04 if epoch > 1 else 0.06, 0.01),
+        ):
+            rows.append(dict(seed=0, epoch=epoch, calibrator=cal, split="test", ece=ece, ece_lo=lo, ece_hi=hi))
+            trust += [
+                dict(seed=0, epoch=epoch, calibrator=cal, label=str(z), belief=0.6 + shift + 0.01 * z) for z in range(3)
+            ]
+    scores, trust = pd.DataFrame(rows), pd.DataFrame(trust)
+    assert separated_epochs(scores) == {"temperature": (3, 0, 3), "isotonic": (2, 0, 3)}
+    trust_line, ece_line = calibrator_findings(scores, trust)
+    assert "(what the paper says of temperature scaling): `isotonic`; below it at some epoch" in trust_line
+    assert "`temperature` -0.010, `isotonic` +0.010" in trust_line
+    assert "`temperature` 3 of 3, `isotonic` 2 of 3" in ece_line
