@@ -138,10 +138,11 @@ def load_predictions(
 ) -> Iterator[Predictions]:
     """Predictions of every epoch and split: the raw model's (calibrator ``none``) and each
     fitted calibrator's (``calibration/{calibrator}.npz`` files, in the order given)."""
-    fitted = {}
+    fitted, files = {}, {}
     for path in calibrators:
         with np.load(path) as arrays:
             fitted[calibrator_name(path)] = load_states(arrays)
+        files[calibrator_name(path)] = path
     for path in sorted(logit_paths, key=epoch_of):
         epoch = epoch_of(path)
         d = load_logits(path)
@@ -151,7 +152,7 @@ def load_predictions(
             for name, states in fitted.items():
                 if epoch not in states:
                     raise TrustcalError(
-                        f"results: no {name} calibrator for epoch {epoch}; rerun "
+                        f"{files[name]}: no {name} calibrator for epoch {epoch}; rerun "
                         "(snakemake --cores 2 --forcerun calibrate)."
                     )
                 yield Predictions(epoch, name, split, states[epoch].predict_proba(logits), labels)
