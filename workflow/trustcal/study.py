@@ -422,12 +422,13 @@ FINDINGS = (  # (sentence with {claim_id} fields: our mean ± sd and verdict, cl
     "MNIST before calibration: trust does not fall over training (last epochs minus epoch 1: "
     "{mnist_trust_falls_before}; the paper: it decreases), and the losses are not close (final validation − "
     "training gap {mnist_little_overfitting} nats): §7.1 and §7.3 cannot both hold.",
-    "CIFAR-10 before calibration, from epoch 20 on: trust {cifar10_trust_before_late} (paper 0.48) and "
+    "CIFAR-10 (JPEG-derived images) before calibration, from epoch 20 on: trust {cifar10_trust_before_late} "
+    "(paper 0.48) and "
     "disbelief {cifar10_disbelief_before_late} (paper 0.58). The paper's before-calibration CIFAR-10 numbers "
     "are not those of a real run of its CNN; they match the author's published files whose probabilities went "
     "through softmax twice (below).",
     "After calibration trust is not above the before-calibration trust at every epoch, as the paper says: the "
-    "smallest after − before difference is negative (MNIST {mnist_trust_after_above_before}, CIFAR-10 "
+    "smallest after − before difference is negative (MNIST {mnist_trust_after_above_before}, CIFAR-10 (JPEG-derived) "
     "{cifar10_trust_after_above_before}), while temperature scaling does lower the ECE (tables above).",
 )
 
@@ -476,7 +477,8 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
         "",
         *(f"- {f}" for f in findings(verdict)),
         *(
-            f"- {DATASET_NAMES[ds]}, every calibrator (below): {calibrator_findings(t['scores'], t['trust'])[0]}"
+            f"- {DATASET_NAMES[ds]}{' (JPEG-derived images)' if ds == 'cifar10' else ''}, every calibrator "
+            f"(below): {calibrator_findings(t['scores'], t['trust'])[0]}"
             for ds, t in all_tables.items()
             if t["scores"]["calibrator"].nunique() > 2
         ),
