@@ -198,6 +198,13 @@ def calibrated_flag(column: pd.Series) -> pd.Series:
 RAW, PAPER_CALIBRATOR = "none", "temperature"  # the `calibrator` of the raw model and of the paper's method
 
 
+def temperature_rows(calibration: pd.DataFrame) -> pd.DataFrame:
+    """calibration.csv's rows of temperature scaling (a table from before the ``calibrator`` column: all)."""
+    if "calibrator" not in calibration:
+        return calibration
+    return calibration[calibration["calibrator"] == PAPER_CALIBRATOR]
+
+
 def paper_states(df: pd.DataFrame) -> pd.DataFrame:
     """The paper's two states of a result table: the raw model's rows (before calibration) and
     temperature scaling's (after), with a boolean ``calibrated`` column beside ``calibrator``.

@@ -23,7 +23,7 @@ import pandas as pd
 
 from trustcal.calibration import CALIBRATORS
 from trustcal.errors import TrustcalError
-from trustcal.files import PAPER_CALIBRATOR, atomic_path, paper_states, read_seeds
+from trustcal.files import atomic_path, paper_states, read_seeds, temperature_rows
 from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, invariance_note, load_runs
 from trustcal.training.history import best_epoch
 
@@ -102,8 +102,7 @@ def metrics_rows(scores: pd.DataFrame, calibration: pd.DataFrame, history: pd.Da
     best = {int(s): best_epoch(h) for s, h in history.groupby("seed")}
     last = int(history["epoch"].max())
     test = paper_states(scores[scores["split"] == "test"])
-    if "calibrator" in calibration:
-        calibration = calibration[calibration["calibrator"] == PAPER_CALIBRATOR]
+    calibration = temperature_rows(calibration)
     rows = []
     for label, epoch_of in (
         ("epoch 1", lambda s: 1),

@@ -25,6 +25,7 @@ from trustcal.reporting.figures.style import (
     chosen_epochs,
     class_rows,
     figure_legend,
+    fit_splits,
     integer_epochs,
     network_rows,
     new_figure,
@@ -51,7 +52,6 @@ CALIBRATOR_COLOURS = {  # Okabe–Ito; none and temperature as "before" and "aft
     "histogram": "#56B4E9",
     "isotonic": "#000000",
 }
-FIT_SPLITS = {"val": "the validation split", "test": "the test split (leaks test labels)"}
 
 
 def calibrators_of(df: pd.DataFrame) -> list[str]:
@@ -62,10 +62,11 @@ def calibrators_of(df: pd.DataFrame) -> list[str]:
 
 def fitted_note(calibration: pd.DataFrame | None) -> str:
     """Where the calibrators were fitted, from calibration.csv's ``fit_split``."""
-    if calibration is None or "fit_split" not in calibration or calibration["fit_split"].isna().all():
+    splits = fit_splits(calibration)
+    if not splits:
         return "calibrators fitted per epoch"
-    splits = sorted({FIT_SPLITS.get(str(s), str(s)) for s in calibration["fit_split"].dropna()})
-    return "calibrators fitted per epoch on " + " and ".join(splits)
+    leak = " (leaks test labels)" if "test" in splits else ""
+    return f"calibrators fitted per epoch on the {' and '.join(splits)} split{leak}"
 
 
 def _line(ax: plt.Axes, df: pd.DataFrame, column: str, calibrator: str) -> None:

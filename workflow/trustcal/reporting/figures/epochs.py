@@ -11,6 +11,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
+from trustcal.files import temperature_rows
 from trustcal.reporting.figures.style import (
     AFTER,
     BEFORE,
@@ -21,6 +22,7 @@ from trustcal.reporting.figures.style import (
     class_rows,
     errorbar,
     figure_legend,
+    fit_splits,
     integer_epochs,
     label_colourbar,
     label_colours,
@@ -31,7 +33,6 @@ from trustcal.reporting.figures.style import (
     save,
     seed_note,
     state_handles,
-    temperature_rows,
     with_state,
 )
 
@@ -122,16 +123,11 @@ GEOMETRIC_PANELS = (
 )
 
 
-FIT_SPLITS = {"val": "validation", "test": "test"}  # calibration.csv's fit_split → the legend's words
-
-
 def temperature_label(calibration: pd.DataFrame) -> str:
     """The legend entry of the temperature: where it was fitted, from calibration.csv's ``fit_split``
     (``val`` unless the config sets ``calibration: fit_on: test``); no claim without that column."""
-    if "fit_split" not in calibration or calibration["fit_split"].isna().all():
-        return "Temperature"
-    splits = sorted({FIT_SPLITS.get(str(s), str(s)) for s in calibration["fit_split"].dropna()})
-    return f"Temperature (fitted on {' and '.join(splits)})"
+    splits = fit_splits(calibration)
+    return f"Temperature (fitted on {' and '.join(splits)})" if splits else "Temperature"
 
 
 def _by_state(ax, df, y, *, dashes=None, style=None, legend=False, err=None) -> None:

@@ -25,7 +25,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from trustcal.errors import TrustcalError  # noqa: E402
-from trustcal.files import PAPER_CALIBRATOR, atomic_path, paper_states, read_csv  # noqa: E402
+from trustcal.files import atomic_path, paper_states, read_csv  # noqa: E402
 
 DATASET_TITLES = {"mnist": "MNIST (MLP)", "cifar10": "CIFAR-10 (CNN)"}
 LABEL_NAMES = {
@@ -136,11 +136,14 @@ def with_state(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def temperature_rows(calibration: pd.DataFrame) -> pd.DataFrame:
-    """calibration.csv's rows of temperature scaling (a table from before the ``calibrator`` column: all)."""
-    if "calibrator" not in calibration:
-        return calibration
-    return calibration[calibration["calibrator"] == PAPER_CALIBRATOR]
+FIT_SPLITS = {"val": "validation", "test": "test"}  # calibration.csv's fit_split → the legends' words
+
+
+def fit_splits(calibration: pd.DataFrame | None) -> list[str]:
+    """Where the calibrators were fitted, from calibration.csv's ``fit_split`` (none without that column)."""
+    if calibration is None or "fit_split" not in calibration:
+        return []
+    return sorted({FIT_SPLITS.get(str(s), str(s)) for s in calibration["fit_split"].dropna()})
 
 
 def n_seeds(df: pd.DataFrame) -> int:
