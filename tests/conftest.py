@@ -49,3 +49,13 @@ def copy_of(finished, tmp_path):
     dst = tmp_path / "work"
     shutil.copytree(finished, dst, symlinks=True)
     return dst
+
+
+@pytest.fixture(scope="session")
+def corpus_members():
+    """The conformance corpus (tests/corpus.py): 20 scikit-learn classifier × dataset members, trained once
+    per session (the files of each format are written under each test's own tmp_path)."""
+    pytest.importorskip("sklearn")
+    import corpus
+
+    return corpus.build()

@@ -153,14 +153,19 @@ def test_save_writes_what_the_cli_writes(tmp_path):
 
 BAD_INPUTS = [
     # (probs_or_logits, labels, kwargs, error class, what the message must name)
-    (np.full(5, 0.5), [0, 1, 0, 1, 0], {}, ColumnError, ["probs_or_logits", "shape (5,)", "np.column_stack"]),
+    (np.full(5, 0.5), [0, 1, 2, 1, 0], {}, LabelError, ["probs_or_logits", "one column", "3 classes", "Fix"]),
     (np.full((5, 2, 2), 0.5), [0] * 5, {}, ColumnError, ["probs_or_logits", "N×K", "Fix"]),
     (np.zeros((0, 3)), [], {}, ColumnError, ["probs_or_logits", "no rows"]),
     (np.array([["a", "b"]]), [0], {}, TrustcalError, ["probs_or_logits", "expected numbers"]),
     (np.full((4, 2), 0.5), [0, 1, 2, 1], {}, LabelError, ["labels", "element 2", "label 2", "0 … 1", "Fix"]),
     (np.full((4, 2), 0.5), [1, 2, 2, 1], {}, LabelError, ["labels", "1-based", "subtract 1"]),
     (np.full((4, 2), 0.5), [0, 1, 0.5, 1], {}, LabelError, ["labels", "not an integer"]),
-    (np.full((4, 2), 0.5), ["cat", "dog", "cat", "dog"], {}, LabelError, ["labels", "np.unique"]),
+    (np.full((4, 2), 0.5), ["cat", "dog", "cow", "dog"], {}, LabelError, ["labels", "3 classes", "2 columns"]),
+    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"bootstrap": "many"}, PredictionError, ["bootstrap='many'", "str", "200"]),
+    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"renormalize": "yes"}, PredictionError, ["renormalize", "True or False"]),
+    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"t_min": "0.1"}, PredictionError, ["t_min", "a positive number"]),
+    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"metrics": {}}, PredictionError, ["metrics", "MetricParams"]),
+    (np.full((4, 2), 0.5), [0, 1, 0, 1], {"calibrators": ["platt"]}, PredictionError, ["calibrators", "'platt'"]),
     (np.full((4, 2), 0.5), [0, 1, 0], {}, LengthMismatch, ["labels", "3 labels", "4 rows", "Fix"]),
     (np.full((4, 2), 0.5), [[0, 1], [1, 0]], {}, ColumnError, ["labels", "shape (2, 2)"]),
     (np.array([[0.5, 0.5], [np.nan, 0.5]]), [0, 1], {}, TrustcalError, ["probs_or_logits", "row 1, column 0", "NaN"]),

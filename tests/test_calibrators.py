@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trustcal.calibration import (
     CALIBRATORS,
@@ -82,9 +84,10 @@ def test_the_family_and_its_names():
         cal = fit_calibrator(method, z, y)
         assert isinstance(cal, Calibrator) and cal.method == method
         s = cal.summary()
-        assert set(s) == {"temperature", "converged", "at_bound", "iterations", "parameters"}
+        assert set(s) == {"temperature", "converged", "at_bound", "iterations", "parameters", "identity_fallback"}
         assert np.isnan(s["temperature"]) == (method != "temperature")
         assert type(s["converged"]) is bool and type(s["at_bound"]) is bool
+        assert s["identity_fallback"] is False  # calibrated inputs: no fit is worse than the identity
         assert type(s["iterations"]) is int and type(s["parameters"]) is int
     k = 4
     params = {
@@ -125,6 +128,7 @@ def test_temperature_wraps_fit_temperature():
         at_bound=fit.at_bound,
         iterations=fit.iterations,
         parameters=1,
+        identity_fallback=False,
     )
     assert np.array_equal(cal.predict_proba(z), softmax(z, fit.temperature))
     # Perfectly separated with a margin: the bound is hit and reported (as fit_temperature does).
@@ -640,3 +644,345 @@ def test_isotonic_of_a_calibrated_input_is_the_input():
                 z_ = (g[in_bin].mean() - p[in_bin, c].mean()) / (np.sqrt(var) / in_bin.sum())
                 assert abs(z_) < 5, (c, b, z_)
     assert checked >= 5 * 8
+
+
+# --- never worse than the raw model on the fit split (issue 19; docs/method.md §2.12) -----------
+
+IDENTITY_FAMILY = ("temperature", "vector", "matrix", "dirichlet")
+
+
+def fit_rounding(z):
+    """What float64 may add to a mean NLL of K-term log-softmaxes of row-centred logits of size ≤ max |z|:
+    (K + 2)·eps·(1 + max |z|) (the slack of Calibrator.fit's safeguard)."""
+    return (z.shape[1] + 2) * EPS * (1 + np.abs(z - z.max(axis=1, keepdims=True)).max())
+
+
+def vote_fractions(n, k, trees, seed):
+    """A random forest's probabilities: the fraction of ``trees`` votes per class, so most entries are
+    exactly 0 and a few true classes get 0 too. A tree votes for the label with probability 0.8 (0.4 for a
+    third of the samples, the hard ones), else for a uniformly drawn class."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    right = np.where(rng.random(n) < 0.3, 0.4, 0.8)
+    votes = np.where(rng.random((n, trees)) < right[:, None], y[:, None], rng.integers(0, k, (n, trees)))
+    p = np.zeros((n, k))
+    np.add.at(p, (np.repeat(np.arange(n), trees), votes.ravel()), 1.0 / trees)
+    return p, y
+
+
+def digits_forest():
+    """Validation probabilities of a 10-tree random forest on scikit-learn's digits (the measured case of
+    issue 19: temperature scaling raised this split's NLL from 0.568 to 0.987, T at its bound)."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    x, y = datasets.load_digits(return_X_y=True)
+    x_train, x_rest, y_train, y_rest = model_selection.train_test_split(x, y, test_size=0.5, random_state=0, stratify=y)
+    x_val, _, y_val, _ = model_selection.train_test_split(
+        x_rest, y_rest, test_size=0.5, random_state=0, stratify=y_rest
+    )
+    forest = ensemble.RandomForestClassifier(n_estimators=10, random_state=0).fit(x_train, y_train)
+    return forest.predict_proba(x_val), y_val
+
+
+@pytest.mark.parametrize("method", IDENTITY_FAMILY)
+@pytest.mark.parametrize("case", ["digits_forest", "vote_fractions"])
+def test_identity_family_never_raises_the_fit_nll_of_probability_inputs(method, case):
+    """Fitted as trustcal assess fits probability files (log p with p floored), temperature, vector, matrix
+    and Dirichlet scaling never raise the fit split's NLL as calibration.csv reports it, and need no
+    fallback for that: the fit's objective at the identity map is the reported NLL. Before the one floor
+    (fit on log max(p, 2.2e-308) = −708, report at 1e-12) temperature scaling raised the digits forest's
+    NLL 0.568 → 0.987 (T at its bound, 100), and all four raised the vote fractions' NLL (vector scaling
+    0.776 → 0.826)."""
+    from trustcal.assessment import log_probs
+    from trustcal.calibration.table import calibration_row
+
+    p, y = digits_forest() if case == "digits_forest" else vote_fractions(3000, 10, 5, seed=0)
+    z = log_probs(p)
+    row, cal = calibration_row(0, {"val_logits": z, "val_labels": y}, method, "val")
+    assert row["fit_nll_after"] <= row["fit_nll_before"] + fit_rounding(z), row
+    assert not cal.summary().get("identity_fallback"), row
+
+
+def confidently_wrong_logits():
+    """Logits (N = 1000, K = 3, calibrated at scale 6) where 5 rows put their true class 5000 below another:
+    the true-class probability e^−5000 is below the floor, so softmax's own NLL (what the fit minimises)
+    exceeds the reported one by ~5000/200 nats; the fits soften the whole model to shrink it, which
+    raises the reported NLL."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(0, 6, (1000, 3))
+    y = draw_labels(softmax(z), rng)
+    z[:5] = 0.0
+    z[np.arange(5), (y[:5] + 1) % 3] = 5000.0
+    return z, y
+
+
+@pytest.mark.parametrize("method", IDENTITY_FAMILY)
+def test_a_fit_worse_than_the_identity_falls_back_and_says_so(method):
+    """The safeguard (docs/method.md §2.12): when the fitted map's reported NLL on its fit split exceeds the
+    uncalibrated model's, the identity map is used, flagged in the summary and the saved state, and named
+    in a diagnostic that names the calibrator."""
+    from trustcal.numerics import mean_nll
+
+    z, y = confidently_wrong_logits()
+    cal = fit_calibrator(method, z, y)
+    raw = mean_nll(softmax(z), y)
+    assert mean_nll(cal.predict_proba(z), y) <= raw + fit_rounding(z)
+    assert cal.summary()["identity_fallback"] is True
+    np.testing.assert_allclose(cal.predict_proba(z), softmax(z), rtol=0, atol=8 * EPS)
+    rebuilt = calibrator_from_state(method, cal.state())
+    assert rebuilt.identity_fallback and np.array_equal(rebuilt.predict_proba(z), cal.predict_proba(z))
+    ((code, text),) = cal.diagnostics()  # the fallback alone: no "did not converge, the map reached is used"
+    assert code == "calibrator_identity_fallback" and f"calibrator '{method}'" in text and "identity map" in text
+    from trustcal.calibration.table import calibration_row
+
+    row, _ = calibration_row(0, {"val_logits": z, "val_labels": y}, method, "val")
+    assert row["identity_fallback"] is True and row["fit_nll_after"] == pytest.approx(
+        row["fit_nll_before"], abs=fit_rounding(z)
+    )
+
+
+def test_states_saved_before_the_safeguard_still_load():
+    """A calibration/{method}.npz written before identity_fallback existed loads, with the flag False."""
+    z, y = calibrated(300, 3, seed=5)
+    state = fit_calibrator("vector", z, y).state()
+    del state["identity_fallback"]
+    assert calibrator_from_state("vector", state).identity_fallback is False
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 80),
+    k=st.integers(2, 5),
+    zeros=st.floats(0.0, 0.9),
+    method=st.sampled_from(IDENTITY_FAMILY),
+)
+def test_identity_family_never_raises_its_fit_nll_property(seed, n, k, zeros, method):
+    """On any probabilities (a fraction ``zeros`` of the entries set to exactly 0, the true class's too)
+    and labels, the identity family's fitted map has a fit-split NLL (floored, as reported) no higher than
+    the raw probabilities', without falling back."""
+    from trustcal.assessment import log_probs
+    from trustcal.numerics import mean_nll
+
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(k), n) * (rng.random((n, k)) >= zeros)
+    p[p.sum(axis=1) == 0, 0] = 1.0
+    p /= p.sum(axis=1, keepdims=True)
+    y = rng.integers(0, k, n)
+    z = log_probs(p)
+    cal = fit_calibrator(method, z, y)
+    assert mean_nll(cal.predict_proba(z), y) <= mean_nll(p, y) + fit_rounding(z)
+    assert not cal.identity_fallback
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 80), k=st.integers(2, 5), bins=st.integers(1, 20))
+def test_histogram_values_are_the_least_squares_per_bin_constants(seed, n, k, bins):
+    """Histogram binning's objective, per class c: Σ_i (g_c(p_ic) − 1[y_i = c])² over the fit samples, g_c
+    constant on each bin. The fitted values (each bin's fraction of positives, before renormalising) make
+    it no larger than any other per-bin constants: the bins' mean probability (the identity map made
+    piecewise constant), their centres, or random values. Rounding: each sum of ≤ 80 squares ≤ 1 is
+    exact to 80·4 eps."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0, 3, (n, k))
+    y = rng.integers(0, k, n)
+    cal = fit_calibrator("histogram", z, y, bins=bins)
+    p = softmax(z)
+    idx = np.minimum((p * bins).astype(np.intp), bins - 1)
+    for c in range(k):
+        target = (y == c).astype(float)
+
+        fitted = float(((cal.values[c][idx[:, c]] - target) ** 2).sum())
+        count = np.bincount(idx[:, c], minlength=bins)
+        mean_p = np.bincount(idx[:, c], weights=p[:, c], minlength=bins) / np.maximum(count, 1)
+        for other in (mean_p, (np.arange(bins) + 0.5) / bins, rng.random(bins)):
+            assert fitted <= float(((other[idx[:, c]] - target) ** 2).sum()) + 320 * EPS
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 80), k=st.integers(2, 5))
+def test_isotonic_never_raises_its_squared_error(seed, n, k):
+    """Isotonic regression's objective, per class c: Σ_i (g_c(p_ic) − 1[y_i = c])² over non-decreasing g_c
+    with values in [0, 1]. The identity map is one such g_c, and so is any non-decreasing step function; the
+    fitted map (before renormalising, as kept and evaluated by the calibrator) is no worse than either.
+    Rounding: PAV's block means and the sums of ≤ 80 squares ≤ 1, 80·8 eps."""
+    pytest.importorskip("sklearn.isotonic")
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0, 3, (n, k))
+    y = rng.integers(0, k, n)
+    cal = fit_calibrator("isotonic", z, y)
+    p = softmax(z)
+    steps = np.sort(rng.random(5))
+    for c in range(k):
+        target = (y == c).astype(float)
+        fitted = float(((cal.class_map(c, p[:, c]) - target) ** 2).sum())
+        for other in (p[:, c], steps[np.minimum((p[:, c] * 5).astype(int), 4)]):
+            assert fitted <= float(((other - target) ** 2).sum()) + 640 * EPS
+
+
+# --- warnings that name their calibrator; calibrators asked for but not fitted (issue 19) ---------
+
+
+def separable_logits(n=60):
+    """Three classes separated by a margin of 5: every scale rises until it meets a bound of [0.5, 2]."""
+    z = np.array([[5.0, 0.0, 0.0], [0.0, 5.0, 0.0], [0.0, 0.0, 5.0]] * (n // 3))
+    return z, np.array([0, 1, 2] * (n // 3))
+
+
+def test_bound_warnings_name_the_calibrator_that_hit_the_bound():
+    """Each calibrator at a bound gets its own warning naming it and the bound: T = 0.5 for temperature
+    scaling, the classes' scales for the others. trustcal assess used to word all of them as the
+    temperature's, with "T = nan" for vector, matrix and Dirichlet scaling."""
+    import warnings
+
+    import trustcal
+
+    z, y = separable_logits()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = trustcal.assess(
+            z,
+            y,
+            kind="logits",
+            validation=(z, y),
+            calibrators=list(IDENTITY_FAMILY),
+            t_min=0.5,
+            t_max=2.0,
+            bootstrap=None,
+            sweep=None,
+        )
+    bound = [w for w in result.warnings if w.code.endswith("at_bound")]
+    assert [w.code for w in bound] == ["temperature_at_bound"] + ["calibrator_at_bound"] * 3
+    for w, method in zip(bound, IDENTITY_FAMILY, strict=True):
+        assert f"calibrator '{method}'" in w.message and "nan" not in w.message, w.message
+        assert "--t-min" not in w.message and "widen t_min/t_max" in w.message  # the API's words, not the CLI's
+    assert "T = 0.5 is the lower bound t_min" in bound[0].message
+    assert "the scale W[k,k] of classes 0, 1, 2 is at its upper bound 1/t_min = 2" in bound[2].message
+
+
+def test_a_calibrator_that_did_not_converge_is_named_with_its_iterations(tmp_path, caplog):
+    """Stopped at max_iter, vector scaling says so by name, in its diagnostics and in the workflow's
+    calibrate log (which used to say only "the vector fit did not converge")."""
+    import logging
+
+    from trustcal import stages
+
+    p, labels = vote_fractions(600, 10, 5, seed=1)
+    logits = np.log(np.maximum(p, EPS))
+    cal = fit_calibrator("vector", logits, labels, max_iter=2)
+    ((code, text),) = cal.diagnostics()
+    assert code == "calibrator_not_converged" and "calibrator 'vector'" in text and "after 2 iterations" in text
+    path = tmp_path / "epoch001.npz"
+    np.savez(path, val_logits=logits, val_labels=labels, test_logits=logits, test_labels=labels)
+    with caplog.at_level(logging.WARNING):
+        row = stages.calibrate_stage(
+            [str(path)], tmp_path / "vector.npz", tmp_path / "vector.csv", method="vector", options={"max_iter": 2}
+        ).iloc[0]
+    assert not row["converged"]
+    assert "[calibrator_not_converged] calibrator 'vector' (vector scaling) did not converge" in caplog.text
+    assert "after 2 iterations" in caplog.text and "validation split" in caplog.text
+
+
+def csv_predictions(path, seed=0, n=60, k=3):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0, 2, (n, k))
+    p = softmax(z)
+    y = draw_labels(p, rng)
+    import pandas as pd
+
+    pd.DataFrame(p, columns=[f"p{c}" for c in range(k)]).assign(label=y).to_csv(path, index=False)
+    return p, y
+
+
+def test_calibrators_asked_for_without_validation_data_are_an_error(tmp_path):
+    """--calibrators isotonic,temperature without validation data used to write results without them and
+    without a word: now the CLI stops with one line naming them (no output written), and the API raises
+    a PredictionError in its own terms. Without --calibrators, test predictions alone are assessed as before."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    import trustcal
+    from trustcal import cli
+    from trustcal.predictions import PredictionError
+
+    src = tmp_path / "preds.csv"
+    p, y = csv_predictions(src)
+
+    def run(*args):
+        err = io.StringIO()
+        with redirect_stdout(io.StringIO()), redirect_stderr(err):
+            try:
+                code = cli.main([str(a) for a in args])
+            except SystemExit as exc:
+                code = exc.code
+        return code, err.getvalue()
+
+    code, err = run("assess", src, "--out", tmp_path / "out", "--no-figures", "--calibrators", "isotonic,temperature")
+    assert code != 0 and not (tmp_path / "out").exists()
+    line = [s for s in err.splitlines() if "isotonic" in s]
+    assert len(line) == 1 and "temperature" in line[0] and "no validation predictions" in line[0], err
+    assert "Traceback" not in err
+    code, err = run("assess", src, "--out", tmp_path / "plain", "--no-figures", "--bootstrap", 0)
+    assert code == 0, err
+    with pytest.raises(PredictionError, match="isotonic, temperature asked for") as info:
+        trustcal.assess(p, y, calibrators=["isotonic", "temperature"], bootstrap=0, sweep=None)
+    assert "--" not in str(info.value) and "validation=(" in str(info.value)
+
+
+def test_a_series_with_some_epochs_without_validation_data_warns_by_name(tmp_path):
+    """In a series where only some epochs carry validation predictions, those are calibrated and each
+    calibrator asked for gets one warning naming the files it could not be fitted on."""
+    from trustcal.assessment import assess
+
+    rng = np.random.default_rng(4)
+    for epoch in (1, 2):
+        z = rng.normal(0, 2, (60, 3))
+        y = draw_labels(softmax(z), rng)
+        arrays = dict(test_logits=z, test_labels=y)
+        if epoch == 1:
+            arrays.update(val_logits=z, val_labels=y)
+        np.savez(tmp_path / f"epoch{epoch:03d}.npz", **arrays)
+    a = assess([tmp_path], calibrators=["temperature", "histogram"], bootstrap=None, sweep=None)
+    missing = [w for w in a.warnings if w.code == "calibrators_not_fitted"]
+    assert [w.message.split("'")[1] for w in missing] == ["temperature", "histogram"]
+    assert all("epoch002.npz" in w.message and "epoch001" not in w.message for w in missing)
+    assert set(a.tables["calibration"]["epoch"]) == {1}
+
+
+def test_the_summary_names_each_calibrator_and_gives_t_only_for_temperature_scaling():
+    """With calibrators other than temperature scaling, the summary used to say "temperature scaling fitted
+    … T = nan … nan" and the JSON listed NaN temperatures; now it names what was fitted."""
+    import warnings
+
+    import trustcal
+
+    z, y = calibrated(200, 3, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        only = trustcal.assess(
+            z, y, kind="logits", validation=(z, y), calibrators=["isotonic", "vector"], bootstrap=None
+        )
+        both = trustcal.assess(
+            z, y, kind="logits", validation=(z, y), calibrators=["vector", "temperature"], bootstrap=None
+        )
+    text = only.summary()
+    assert "temperature scaling fitted" not in text and "nan" not in text
+    assert "also fitted on the validation data: isotonic, vector" in text
+    assert only.to_dict()["temperatures"] == []
+    assert "temperature scaling fitted on the validation data: T = " in both.summary()
+    assert [r["temperature"] for r in both.to_dict()["temperatures"]] == [pytest.approx(both.temperature)]
+
+
+def test_where_possible_fits_only_where_there_are_validation_data(tmp_path):
+    """The workflow's external rule fits its config's methods where a set has validation predictions and
+    nowhere else, without an error or a warning (an author's bef/aft files have none)."""
+    from trustcal.assessment import WherePossible, assess
+
+    rng = np.random.default_rng(7)
+    for name in ("bef_1.npz", "aft_1.npz"):
+        z = rng.normal(0, 2, (60, 3))
+        np.savez(tmp_path / name, logits=z, labels=draw_labels(softmax(z), rng))
+    a = assess([tmp_path], calibrators=WherePossible(["temperature", "vector"]), bootstrap=None, sweep=None)
+    assert not [w for w in a.warnings if w.code.startswith("calibrator")]
+    assert set(a.tables["scores"]["calibrator"]) == {"none", "temperature"}  # aft_1: the paper's calibrated file

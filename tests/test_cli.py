@@ -5,6 +5,7 @@ What is assessed (formats, checks, tables) is tested in test_assess.py.
 
 import io
 import json
+import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -124,14 +125,18 @@ def test_single_file_gets_reliability_and_trust_spectrum_figures(tmp_path):
     code, stdout, stderr = run("assess", write_preds(tmp_path / "model.csv"), "--out", out)
     assert code == 0, stderr
     drawn = {p.name for p in (out / "figures").iterdir()}
+    assert drawn == {f"{n}.png" for n in ("reliability", "trust_spectrum", "trust_density", "cluster_sweep")}
     for name in ("reliability", "trust_spectrum", "trust_density"):
-        assert {f"{name}.png", f"{name}.pdf"} <= drawn, name
         assert (out / "figures" / f"{name}.png").stat().st_size > 10_000
-    assert "trust_grid.png" not in drawn  # needs the epoch axis
-    left_out = next(line for line in stdout.splitlines() if line.startswith("figures not drawn"))
-    left_out = set(left_out.split(": ", 1)[1].split(", "))
-    assert "reliability" not in left_out and "trust_spectrum" not in left_out and "trust_grid" in left_out
-    assert "calibrator_reliability" in left_out  # no validation data: no calibrator to compare
+    assert "figures not drawn" not in stdout  # those against the epoch do not apply to one file
+    code, stdout, stderr = run("assess", tmp_path / "model.csv", "--out", out, "--figure-formats", "png,pdf", "--json")
+    assert code == 0 and json.loads(stdout)["figures"] == [
+        f"figures/{n}.{ext}"
+        for n in ("reliability", "trust_spectrum", "trust_density", "cluster_sweep")
+        for ext in ("png", "pdf")
+    ]
+    code, _, stderr = run("assess", tmp_path / "model.csv", "--out", out, "--figure-formats", "svg")
+    assert code == 2 and "unknown figure format svg; choose from png, pdf" in stderr
 
 
 def test_missing_out_is_a_short_error_naming_the_fix(tmp_path):
@@ -201,3 +206,86 @@ def test_calibrators_and_bootstrap_options(tmp_path):
     code, _, stderr = run("assess", src, "--out", tmp_path / "bad", "--calibrators", "platt")
     assert code == 2 and "unknown calibrator platt; choose from temperature, vector" in stderr
     assert len(stderr.strip().splitlines()) <= 3  # a short usage error, not the whole usage
+
+
+def _in_a_pty(args, env) -> tuple[int, str]:
+    """Run ``python -m trustcal ARGS`` with stderr on a pseudo-terminal that reports no size
+    (as a terminal of some CI runners and containers does); (exit code, what the terminal showed)."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()  # a fresh pty: 0 rows × 0 columns
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trustcal", *map(str, args)], stdout=subprocess.DEVNULL, stderr=slave, env=env
+    )
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return proc.wait(timeout=120), shown.decode(errors="replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals (the pty module) are POSIX only")
+def test_progress_on_a_terminal_without_a_size(series, tmp_path):
+    """Every phase, the computing one included, shows a bar on a terminal that reports no size (no
+    COLUMNS, no TERM), and a last line gives the time; --quiet shows nothing."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TERM")}
+    code, shown = _in_a_pty(["assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures"], env)
+    assert code == 0, shown
+    for phase in ("reading", "assessing"):
+        assert re.search(rf"{phase}: 100%.*\| 2/2 ", shown), (phase, shown)
+    assert re.search(r"^assessed 2 files in \d+\.\d s\r?$", shown, re.M), shown
+    code, shown = _in_a_pty(["assess", series, "--out", tmp_path / "out", "--renormalize", "--quiet"], env)
+    assert code == 0 and "assess" not in shown and "warning [renormalized]" in shown
+
+
+def test_progress_off_a_terminal_is_plain_lines_for_long_work(series, tmp_path, monkeypatch):
+    """Off a terminal (a log file): nothing for short work; for long work, plain lines per phase (no bar
+    redrawn with \\r) and the final timing. A clock that ticks one second per reading stands for long work."""
+    code, _, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
+    assert code == 0 and "assess" not in stderr and "\r" not in stderr  # short: only the warning
+    ticks = iter(range(1000))
+    monkeypatch.setattr(cli.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(cli, "PLAIN_AFTER", 1.0)
+    monkeypatch.setattr(cli, "PLAIN_EVERY", 1.0)
+    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
+    assert code == 0 and "\r" not in stderr and "assessing" not in stdout
+    lines = stderr.splitlines()
+    # each phase: what is done so far at each tick, then its total
+    for phase, unit in (("reading", "files"), ("assessing", "epochs")):
+        i = lines.index(f"{phase}: 0/2 {unit}, 1.0 s")
+        assert lines[i + 1 : i + 3] == [
+            f"{phase}: 1/2 {unit}, 2.0 s, about 2.0 s left",
+            f"{phase}: 2 {unit} in 3.0 s",
+        ], stderr
+    warning = next(i for i, line in enumerate(lines) if line.startswith("warning [renormalized]"))
+    assert re.fullmatch(r"assessed 2 files in \d+\.0 s", lines[warning - 1]), stderr  # then the warning
+    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures", "--quiet")
+    assert code == 0 and stderr.startswith("warning [renormalized]") and "assess" not in stderr
+
+
+def test_durations_read_as_a_person_would_say_them():
+    assert [cli._duration(s) for s in (4.24, 59.96, 192, 3725)] == ["4.2 s", "60.0 s", "3 min 12 s", "1 h 02 min"]
+
+
+def test_the_summary_names_what_each_missing_figure_needs(series, tmp_path):
+    """A series without a training history or validation data: the figures of the chosen epochs need the
+    history, the temperature figure validation data; each line says which."""
+    code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--bootstrap", 0)
+    assert code == 0, stderr
+    lines = [line for line in stdout.splitlines() if line.startswith("figures not drawn")]
+    assert lines == [
+        "figures not drawn (need a training history): loss_curves, reliability, trust_spectrum, trust_density",
+        "figures not drawn (need validation data): calibration_metrics",
+    ]
+    drawn = {p.stem for p in (tmp_path / "out" / "figures").iterdir()}
+    assert drawn == {"trust_grid", "geometric_metrics", "network_opinion", "cluster_sweep", "opinion_triangle"}

@@ -123,3 +123,65 @@ def test_the_schema_defaults_are_the_librarys_defaults():
     }
     boot = asdict(BootstrapParams())
     assert {k: cfg["bootstrap"][k] for k in boot} == boot
+
+
+# Where a value came from: the workflow's config file, a --configfile, --config (Snakemake's order).
+LAYERS = [
+    ("config.yaml", {"epochs": 3, "calibration": {"t_min": 0.05}}),
+    ("--configfile mine.yaml", {"datasets": ["mnist"], "seeds": {"mnist": [0]}}),
+    ("--config", {"epochs": "0", "calibration": {"t_max": 0.01}, "epochz": 3}),
+]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"epochs": "0"}, "--config: key 'epochs' is 0; it must be ≥ 1"),
+        ({"epochz": 3}, "--config: unknown key 'epochz' (did you mean 'epochs'?)"),
+        ({"calibration": {"t_min": 0.05, "t_max": 0.01}}, "--config: calibration.t_min must be smaller"),
+        ({"datasets": ["mnist", "cifar10"], "seeds": {"mnist": [0]}}, "--configfile mine.yaml: key 'seeds' is given"),
+        ({"batch_size": 0}, "config.yaml: key 'batch_size' is 0"),  # set by no layer: the default name
+    ],
+)
+def test_a_problem_names_the_layer_its_value_came_from(override, message):
+    with pytest.raises(ConfigError) as caught:
+        validate_config(override, sources=LAYERS)
+    assert message in str(caught.value)
+
+
+def test_config_source_is_the_last_layer_that_sets_the_key():
+    from trustcal.config import config_source
+
+    assert config_source(LAYERS, ("epochs",)) == "--config"
+    assert config_source(LAYERS, ("calibration", "t_min")) == "config.yaml"
+    assert config_source(LAYERS, ("seeds", "mnist", 0)) == "--configfile mine.yaml"  # inside a value it sets
+    assert config_source(LAYERS, ("bootstrap", "samples")) == "config.yaml"  # no layer: the default
+    assert config_source(LAYERS, ("bootstrap",), default="the schema") == "the schema"
+    assert config_source(None, ("epochs",)) == "config.yaml"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "source"),
+    [
+        (["--config", "epochs=0"], "--config"),
+        (["--configfile", "bad.yaml"], "--configfile bad.yaml"),
+        (["--configfile", "bad.yaml", "--config", "epochs=0"], "--config"),
+        (["--config", "epochs=2", "epochs=0"], "--config"),
+    ],
+    ids=["--config", "--configfile", "both", "the last --config"],
+)
+def test_the_workflow_names_where_a_bad_value_came_from(tmp_path, args, source):
+    """Snakemake merges the workflow's config.yaml, --configfile and --config; the error names the one that set
+    the value (config.yaml here is the tiny configuration, which is valid)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "config.yaml").write_text((REPO / "tests" / "tiny.yaml").read_text())
+    (tmp_path / "bad.yaml").write_text("epochs: 0\n")
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--dry-run", "--cores", "1"]
+    proc = subprocess.run([*cmd, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert f"{source}: key 'epochs' is 0; it must be ≥ 1" in out, out
+    assert "config.yaml: key 'epochs'" not in out, out

@@ -91,5 +91,5 @@ def test_bad_external_file_fails_the_job_with_the_message(workdir, tmp_path):
     proc = snakemake(copy, *TARGETS, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "bef_5.csv: line 2, column 'True Label': 'x' is not a number" in out
+    assert "bef_5.csv: line 2, column 'True Label': label 'x' names none of the probability columns" in out
     assert "Traceback" not in out

@@ -1,6 +1,7 @@
 """Every figure, drawn from small synthetic tables in the workflow's layout (one seed and three seeds)."""
 
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -254,3 +255,201 @@ def test_barycentric_corners():
     x, y = figures.barycentric([1, 0, 0], [0, 1, 0], [0, 0, 1])
     np.testing.assert_allclose(x, [1, 0, 0.5])
     np.testing.assert_allclose(y, [0, 0, np.sqrt(3) / 2])
+
+
+# --------------------------------------------------------------------------- a single set of predictions
+
+
+def single_set(seed=0, n=400, k=4, validation=True, **kwargs):
+    """trustcal.assess on one set of overconfident logits (with validation logits: temperature scaling)."""
+    import trustcal
+
+    rng = np.random.default_rng(seed)
+
+    def logits(n):
+        labels = np.arange(n) % k
+        z = 3.0 * (rng.normal(size=(n, k)) + 1.5 * np.eye(k)[labels])
+        return z, labels
+
+    z, y = logits(n)
+    val = logits(n // 2) if validation else None
+    return trustcal.assess(z, y, kind="logits", validation=val, bootstrap=None, **kwargs)
+
+
+def texts(fig) -> list[str]:
+    """Every piece of text of a figure: titles, labels, tick labels, legends."""
+    import matplotlib.text
+
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+@pytest.mark.parametrize("validation", [True, False], ids=["with_validation", "without"])
+def test_a_single_set_of_predictions_is_drawn_as_one(tmp_path, validation):
+    """One file, no epochs: no epoch anywhere, no seed count, one column per state (no repeated first /
+    best / last columns, no empty "after" panels); the summary lists no figure as not drawn (those against
+    the epoch do not apply, nor those comparing calibrators when temperature scaling is the only one)."""
+    from trustcal.assessment import draw_figures, figure_tables
+
+    result = single_set(validation=validation)
+    a = result.assessment
+    drawn = draw_figures(a, tmp_path / "figures", "model")
+    assert {Path(p).stem for p in drawn} == {"cluster_sweep", "reliability", "trust_density", "trust_spectrum"}
+    assert a.figures_left_out == [] and "figures not drawn" not in result.summary()
+    states = 2 if validation else 1
+    tables = figure_tables(a)
+    for name in ("reliability", "trust_spectrum", "trust_density", "cluster_sweep"):
+        fig = figures.draw(name, tables, "model", [])
+        words = " ".join(texts(fig)).lower()
+        assert "epoch" not in words and "seed" not in words, (name, words)
+        assert fig._suptitle.get_text().startswith("model: "), name
+        assert ("after calibration" in words) == validation, name
+    panels = [ax for ax in figures.draw("reliability", tables, "model", []).axes if ax.get_visible()]
+    assert len(panels) == 2 * states  # a diagram and its counts per state
+    assert len(figures.draw("trust_density", tables, "", []).axes) == states + 1  # and the colour bar
+
+
+def test_titles_name_the_predictions_never_a_bare_separator(tmp_path):
+    from trustcal.assessment import default_title
+
+    result = single_set()
+    fig = result.reliability_diagram()  # the API's title="" default
+    assert fig._suptitle.get_text() == "Reliability diagrams, top label, test set"
+    assert result.figure("cluster_sweep", title="my model")._suptitle.get_text().startswith("my model: network")
+    (tmp_path / "runs" / "b").mkdir(parents=True)
+    for name in ("model.csv.gz", "model.npz", "preds.v2.csv"):
+        (tmp_path / "runs" / name).write_text("")
+    assert default_title([tmp_path / "runs" / "model.csv.gz"]) == "model"
+    assert default_title([str(tmp_path / "runs" / "model.npz")]) == "model"
+    assert default_title([tmp_path / "runs" / "preds.v2.csv"]) == "preds.v2"
+    assert default_title([tmp_path / "runs"]) == "runs"  # a series: its directory
+    assert default_title([f"{tmp_path}/runs/*.npz"]) == "runs"
+
+
+def reliability_rows(counts, freqs, calibrator="none") -> pd.DataFrame:
+    """A top-label reliability table of one epoch: 10 equal bins with these counts and accuracies."""
+    edges = np.linspace(0, 1, 11)
+    return pd.DataFrame(
+        dict(
+            epoch=1,
+            calibrator=calibrator,
+            split="test",
+            curve="top_label",
+            bin=np.arange(10),
+            bin_lower=edges[:-1],
+            bin_upper=edges[1:],
+            mean_predicted=np.where(np.asarray(counts) > 0, edges[:-1] + 0.05, np.nan),
+            observed_frequency=np.where(np.asarray(counts) > 0, freqs, np.nan),
+            count=counts,
+        )
+    )
+
+
+COUNTS = [0, 1, 0, 40, 80, 120, 160, 200, 300, 99]  # a one-sample bin beside an empty one
+FREQS = [0, 1.0, 0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+
+
+def test_reliability_shows_the_counts_and_a_one_sample_bin_is_faint():
+    history = pd.DataFrame(dict(epoch=[1], train_loss=np.nan, val_loss=np.nan, seed=0))
+    fig = figures.reliability(reliability_rows(COUNTS, FREQS).assign(seed=0), history, "m", [])  # no scores: no ECE
+    diagram, counts = fig.axes[0], fig.axes[1]
+    bars = diagram.patches
+    assert [round(b.get_height(), 12) for b in bars] == FREQS
+    alpha = [b.get_facecolor()[3] for b in bars]
+    assert alpha[1] < 0.25 and alpha[8] == pytest.approx(0.8) and alpha[0] == alpha[2] == 0  # by √(count / max)
+    assert alpha[1] == pytest.approx(0.15 + 0.65 * np.sqrt(1 / 300))
+    assert [b.get_height() for b in counts.patches] == COUNTS  # samples per bin, not shares
+    assert counts.get_yscale() == "log" and counts.get_ylim()[0] < 1  # a one-sample bin is visible
+
+
+def test_calibrator_reliability_never_joins_bins_across_an_empty_one():
+    rows = pd.concat([reliability_rows(COUNTS, FREQS, c) for c in ("none", "temperature", "vector")])
+    history = pd.DataFrame(dict(epoch=[1], train_loss=np.nan, val_loss=np.nan))
+    calibration = pd.DataFrame(dict(epoch=[1, 1], calibrator=["temperature", "vector"], fit_split="val"))
+    fig = figures.draw(
+        "calibrator_reliability", {"reliability": rows, "history": history, "calibration": calibration}, "m", []
+    )
+    empty = (0.2, 0.3)  # bin 2 holds nothing: bins 1 and 3 are not adjacent
+    diagrams = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert len(diagrams) == 3
+    for ax in diagrams:
+        for line in ax.get_lines()[1:]:  # the first is the diagonal
+            x = line.get_xdata()
+            assert not (min(x) < empty[0] and max(x) > empty[1]), x
+        (markers,) = ax.collections
+        sizes = markers.get_sizes()
+        assert sizes[0] < sizes[-2] / 10  # the one-sample bin's marker beside the 300-sample bin's
+    strips = [ax for ax in fig.axes if ax.get_visible() and not ax.get_title()]
+    assert [b.get_height() for b in strips[0].patches] == COUNTS
+
+
+def _overlapping_labels(ax) -> list[tuple[str, str]]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(ax.figure)  # the figure is closed in pyplot: render it as save() does
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    labels = [t for t in ax.get_yticklabels(minor=False) + ax.get_yticklabels(minor=True) if t.get_text()]
+    labels = [t for t in labels if t.get_visible() and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]
+    return [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1 :] if ba.overlaps(bb)]
+
+
+@pytest.mark.parametrize("spread", [6, 40, 2000])
+def test_log_axis_tick_labels_never_overlap(spread):
+    """The NLL panel turns logarithmic when the NLL spreads over more than a factor 5; its labels are
+    measured on the rendered figure."""
+    epochs = np.arange(1, 11)
+    nll = 0.2 * spread ** (epochs / 10)
+    scores = pd.DataFrame(
+        dict(
+            epoch=np.tile(epochs, 2),
+            calibrator=np.repeat(["none", "temperature"], 10),
+            split="test",
+            ece=0.1,
+            nll=np.concatenate([nll, np.full(10, 0.2)]),
+            brier=0.3,
+        )
+    )
+    fig = figures.calibrator_metrics(scores.assign(seed=0), None, "m", [])
+    (nll_axis,) = [ax for ax in fig.axes if ax.get_title() == "NLL"]
+    assert nll_axis.get_yscale() == "log"
+    assert len([t for t in nll_axis.get_yticklabels() if t.get_text()]) >= 2
+    assert _overlapping_labels(nll_axis) == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="figures are drawn in forked workers on Linux only")
+def test_figures_drawn_in_worker_processes_equal_those_drawn_here(tmp_path, monkeypatch):
+    """draw_figures draws in forked workers (one per core): the same pixels as drawn in this process, and
+    a figure that fails in a worker is skipped with a warning naming it, its file not left behind."""
+    from dataclasses import replace
+
+    from trustcal import assessment
+
+    a = single_set().assessment
+
+    def broken(*args):
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setitem(registry.FIGURES, "trust_spectrum", replace(registry.FIGURES["trust_spectrum"], draw=broken))
+    drawn = {}
+    for workers in (2, 1):
+        monkeypatch.setattr(assessment, "figure_workers", lambda n, workers=workers: workers)
+        a.warnings.clear()
+        drawn[workers] = assessment.draw_figures(a, tmp_path / str(workers) / "figures", "m", formats=("png",))
+        (skipped,) = a.warnings
+        assert skipped.code == "figure_skipped"
+        assert skipped.message == "figure trust_spectrum skipped (RuntimeError: broken on purpose)."
+        assert not (tmp_path / str(workers) / "figures" / "trust_spectrum.png").exists()
+    assert drawn[2] == drawn[1] == [f"figures/{n}.png" for n in ("reliability", "trust_density", "cluster_sweep")]
+    for path in drawn[1]:
+        with Image.open(tmp_path / "1" / path) as one, Image.open(tmp_path / "2" / path) as two:
+            assert np.array_equal(np.asarray(one), np.asarray(two)), path
+
+
+def test_the_temperature_log_axis_labels_never_overlap():
+    preds = predictions(0)
+    scores = score_tables(preds, MetricParams(density_points=21))["scores"]
+    calibration = pd.DataFrame(dict(epoch=range(1, EPOCHS + 1), temperature=[0.05, 0.3, 2.0, 9.0, 60.0]))
+    fig = figures.draw("calibration_metrics", {"scores": scores, "calibration": calibration}, "", [])
+    (axis,) = [ax for ax in fig.axes if ax.get_title() == "Fitted temperature"]
+    assert axis.get_yscale() == "log" and _overlapping_labels(axis) == []

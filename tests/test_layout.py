@@ -16,6 +16,7 @@ RANK = {
     "errors": 0,
     "files": 1,
     "config": 1,
+    "numerics": 1,
     "measures": 2,
     "calibration": 2,
     "data": 2,

@@ -74,8 +74,18 @@ def test_accuracy_nll_brier_by_hand():
     # Brier per row: .49+.0625+.0625+.04 = .655; .25+.25 = .5; 0; .9025+.9025 = 1.805;
     # 3·.0625 + .5625 = .75 → 3.71/5
     assert M.brier(HAND_P, HAND_Y) == pytest.approx(3.71 / 5)
-    # p_label = 0 is clipped at eps: −ln(1e-12)/1
-    assert M.nll(np.array([[1.0, 0.0]]), np.array([1])) == pytest.approx(-math.log(1e-12))
+    # p_label = 0 is floored at PROB_FLOOR = float64 eps = 2⁻⁵² (docs/method.md §2.12): −ln 2⁻⁵² = 52 ln 2
+    assert M.nll(np.array([[1.0, 0.0]]), np.array([1])) == pytest.approx(52 * math.log(2), rel=4 * np.finfo(float).eps)
+
+
+def test_nll_with_zero_probabilities_is_scikit_learns_log_loss():
+    """The reported NLL floors as scikit-learn's log_loss does (clip to [eps, 1 − eps]): on rows whose true class
+    has probability 0 they agree to rounding, where the former floor 1e-12 gave 27.6 nats per such row, not 36.0."""
+    log_loss = pytest.importorskip("sklearn.metrics").log_loss
+    p = np.array([[1.0, 0.0, 0.0], [0.0, 0.25, 0.75], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    y = np.array([1, 0, 2, 2])
+    # Clipping at 1 − eps moves the p = 1 entries' −log by ≤ eps each; four rows of values ≤ 37: rounding ≤ 64 eps.
+    assert M.nll(p, y) == pytest.approx(log_loss(y, p, labels=[0, 1, 2]), rel=0, abs=64 * np.finfo(float).eps)
 
 
 def test_ece_mce_by_hand_with_edge_ties():

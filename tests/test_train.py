@@ -11,9 +11,10 @@ import time
 import numpy as np
 import pytest
 import torch
-from training_utils import EPS32, LAMBDA, splits, train
+from training_utils import EPS32, LAMBDA, overwrite_member_start, overwrite_values, splits, train
 
 from trustcal.errors import TrustcalError
+from trustcal.files import verify_zip
 from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device
 from trustcal.training.models import build_model, count_parameters
 
@@ -180,9 +181,107 @@ def test_truncated_checkpoint_is_reported_with_the_fix(tmp_path):
     data = splits("mnist")
     train(TrainConfig("mnist", seed=0, epochs=1), data, tmp_path)
     path = checkpoint_path(tmp_path, 1)
-    path.write_bytes(path.read_bytes()[:1000])
-    with pytest.raises(TrustcalError, match=r"epoch001\.pt.*truncated or corrupt.*forcerun train"):
+    whole = path.read_bytes()
+    path.write_bytes(whole[:1000])
+    with pytest.raises(TrustcalError, match=r"epoch001\.pt: checkpoint unreadable or truncated.*forcerun train"):
         compute_logits(path, "mnist", data)
+    train(TrainConfig("mnist", seed=0, epochs=1), data, tmp_path)  # the fix: rerun training
+    assert path.read_bytes() == whole
+
+
+def test_checkpoint_files_are_byte_reproducible_and_sealed(tmp_path):
+    """Two identical trainings write identical files (no temporary name recorded in the archive),
+    each carrying its content digest."""
+    data = splits("mnist", n_train=64)
+    for run in ("a", "b"):
+        train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path / run)
+    for e in (1, 2):
+        a, b = checkpoint_path(tmp_path / "a", e), checkpoint_path(tmp_path / "b", e)
+        assert a.read_bytes() == b.read_bytes(), f"epoch {e}"
+        assert verify_zip(a) is True
+
+
+def test_same_size_corruption_of_the_last_checkpoint_is_not_resumed_from(tmp_path, caplog):
+    """Issue 20, case 2: 1,000 weights of the last checkpoint overwritten (same size), then one more
+    epoch: training resumes from the epoch before it, and every file equals an uninterrupted run's."""
+    data = splits("mnist", n_train=64)
+    train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "straight")
+    train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path / "run")
+    overwrite_values(checkpoint_path(tmp_path / "run", 2))
+    with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint altered since it was written.*forcerun train"):
+        load_checkpoint(checkpoint_path(tmp_path / "run", 2))
+    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+        h = train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "run")
+    warned = [r.message for r in caplog.records if "epoch002.pt: checkpoint altered" in r.message]
+    assert len(warned) == 1 and "resumes from epoch 1, rewriting it" in warned[0] and "delete" not in warned[0]
+    assert [r.message[:11] for r in caplog.records if r.message.startswith("epoch ")] == ["epoch   2/3", "epoch   3/3"]
+    assert list(h["epoch"]) == [1, 2, 3] and h["seconds"].notna().all()  # epoch 1's from checkpoints/seconds.csv
+    for e in (1, 2, 3):
+        assert (
+            checkpoint_path(tmp_path / "run", e).read_bytes() == checkpoint_path(tmp_path / "straight", e).read_bytes()
+        )
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "truncated", "missing"])
+def test_a_damaged_middle_checkpoint_is_rebuilt_by_the_advice(tmp_path, damage):
+    """Issue 20, case 3: the logits stage names the damaged middle checkpoint; doing what it says (rerun
+    training) rebuilds it and the later ones, byte for byte, instead of resuming after it."""
+    data = splits("mnist", n_train=64)
+    train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path)
+    whole = {e: checkpoint_path(tmp_path, e).read_bytes() for e in (1, 2, 3)}
+    middle = checkpoint_path(tmp_path, 2)
+    if damage == "overwritten":
+        overwrite_values(middle)
+    elif damage == "truncated":
+        middle.write_bytes(whole[2][: len(whole[2]) // 2])
+    else:
+        middle.unlink()
+    with pytest.raises(
+        TrustcalError, match=r"epoch002\.pt: checkpoint .*; rerun training \(.*--forcerun train\)"
+    ) as err:
+        compute_logits(middle, "mnist", data)
+    assert "delete" not in str(err.value)
+    train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path)
+    assert {e: checkpoint_path(tmp_path, e).read_bytes() for e in (1, 2, 3)} == whole
+    compute_logits(middle, "mnist", data)
+
+
+def test_checkpoints_written_before_digests_still_load_with_one_warning(tmp_path, caplog):
+    """A checkpoint without a digest (torch.save to a path, as before) is used, with one warning per directory."""
+    data = splits("mnist", n_train=64)
+    train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "straight")
+    old = tmp_path / "old"
+    old.mkdir()
+    for e in (1, 2):
+        state = load_checkpoint(checkpoint_path(tmp_path / "straight", e))
+        state["history"] = [{**row, "seconds": 1.5} for row in state["history"]]  # as they were then
+        torch.save(state, checkpoint_path(old, e))
+    with caplog.at_level(logging.INFO, logger="trustcal"):
+        h = train(TrainConfig("mnist", seed=0, epochs=3), data, old)
+        compute_logits(checkpoint_path(old, 1), "mnist", data)
+    unverified = [r.message for r in caplog.records if "cannot be verified" in r.message]
+    assert len(unverified) == 1 and str(old) in unverified[0]
+    assert verify_zip(checkpoint_path(old, 2)) is False and verify_zip(checkpoint_path(old, 3)) is True
+    assert list(h["seconds"][:2]) == [1.5, 1.5]  # from the old checkpoints' history
+    assert [r.message[:11] for r in caplog.records if r.message.startswith("epoch ")] == ["epoch   3/3"]
+    assert checkpoint_path(old, 3).read_bytes() == checkpoint_path(tmp_path / "straight", 3).read_bytes()
+
+
+def test_an_unreadable_middle_checkpoint_written_before_digests_is_rebuilt(tmp_path):
+    """Without a digest, a checkpoint is checked by reading it: an unreadable middle one is named, and
+    rerunning training, as the message says, rebuilds it and the later ones."""
+    data = splits("mnist", n_train=64)
+    train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "straight")
+    old = tmp_path / "old"
+    old.mkdir()
+    for e in (1, 2, 3):
+        torch.save(load_checkpoint(checkpoint_path(tmp_path / "straight", e)), checkpoint_path(old, e))
+    overwrite_member_start(checkpoint_path(old, 2), "data.pkl")  # the pickle no longer reads; same size
+    with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint unreadable \(.*forcerun train"):
+        compute_logits(checkpoint_path(old, 2), "mnist", data)
+    train(TrainConfig("mnist", seed=0, epochs=3), data, old)
+    for e in (2, 3):
+        assert checkpoint_path(old, e).read_bytes() == checkpoint_path(tmp_path / "straight", e).read_bytes()
 
 
 KILL_SCRIPT = """

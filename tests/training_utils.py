@@ -24,3 +24,31 @@ def splits(dataset, n_train=256, n_val=64, n_test=64):
 def train(cfg, data, ckpt_dir):
     """One seed's history: :func:`trustcal.training.loop.train_seeds` for a single configuration."""
     return train_seeds([cfg], data, [ckpt_dir])[0]
+
+
+def overwrite_values(path, n_values=1000, seed=0):
+    """Overwrite ``n_values`` float32 values of the largest array in the zip archive ``path`` (a checkpoint,
+    an .npz) in place with random ones: a same-size corruption that the zip structure does not reveal."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        info = max(zf.infolist(), key=lambda i: i.file_size)
+    assert info.compress_type == zipfile.ZIP_STORED and info.file_size >= 4 * n_values + 128
+    with open(path, "r+b") as fh:
+        fh.seek(info.header_offset + 26)
+        name_len, extra_len = (int.from_bytes(fh.read(2), "little") for _ in range(2))
+        fh.seek(info.header_offset + 30 + name_len + extra_len + 128)  # past an .npy header, if any
+        fh.write(np.random.default_rng(seed).normal(0, 100, n_values).astype(np.float32).tobytes())
+
+
+def overwrite_member_start(path, suffix, n_bytes=16):
+    """Overwrite the first ``n_bytes`` of the zip member of ``path`` whose name ends with ``suffix`` with 0xFF."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        [info] = [i for i in zf.infolist() if i.filename.endswith(suffix)]
+    with open(path, "r+b") as fh:
+        fh.seek(info.header_offset + 26)
+        name_len, extra_len = (int.from_bytes(fh.read(2), "little") for _ in range(2))
+        fh.seek(info.header_offset + 30 + name_len + extra_len)
+        fh.write(b"\xff" * n_bytes)

@@ -11,6 +11,8 @@ rule calibrate:
         table="results/{dataset}/seed{seed}/calibration/{calibrator}.csv",
     log:
         "results/logs/calibrate/{dataset}/seed{seed}/{calibrator}.log",
+    benchmark:
+        "results/benchmarks/calibrate/{dataset}/seed{seed}/{calibrator}.tsv"
     group:
         "evaluate"
     conda:
@@ -32,6 +34,8 @@ rule calibration_table:
         table="results/{dataset}/seed{seed}/calibration.csv",
     log:
         "results/logs/calibration_table/{dataset}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/calibration_table/{dataset}/seed{seed}.tsv"
     group:
         "evaluate"
     conda:

@@ -3,25 +3,90 @@
 # Paths are taken relative to this file (workflow.current_basedir), never to
 # workflow.basedir: when another workflow imports this one as a `module`,
 # workflow.basedir is the importing workflow's directory.
+import os
 import sys
 from pathlib import Path
 
-# workflow/ of this repository, for the trustcal package (when it is not
-# installed) and the config schema; a remote module (github(...)) has no local
-# copy and needs trustcal installed.
+# workflow/ of this repository, first on the path: the config check runs this
+# checkout's trustcal package, as every job does (workflow/scripts/_common.py),
+# whatever else is installed (e.g. an editable install of another clone). A
+# remote module (github(...)) has no local copy and needs trustcal installed.
 WORKFLOW_DIR = Path(str(workflow.current_basedir)).parent
-if WORKFLOW_DIR.is_dir():
+if (WORKFLOW_DIR / "trustcal").is_dir():
     sys.path.insert(0, str(WORKFLOW_DIR))
+    import trustcal
 
-from trustcal.config import ConfigError, load_schema, per_dataset, validate_config
+    _running = Path(trustcal.__file__).resolve().parent
+    if _running != (WORKFLOW_DIR / "trustcal").resolve():
+        raise WorkflowError(
+            f"this workflow ({WORKFLOW_DIR}) would run the trustcal package of {_running}, imported "
+            f"before its own ({WORKFLOW_DIR / 'trustcal'}). Fix: run the Snakefile of {_running.parents[1]}, "
+            f"or do not import trustcal before this workflow is loaded."
+        )
+
+from trustcal.config import (
+    ConfigError,
+    config_source,
+    load_schema,
+    per_dataset,
+    validate_config,
+)
+
+
+def config_layers():
+    """Where the configuration came from, in Snakemake's order of precedence: the workflow's
+    configfile (config.yaml, or an importing workflow's), each --configfile, --config. Messages
+    name the layer that set a key (trustcal.config.config_source)."""
+    from snakemake.common.configfile import load_configfile
+
+    settings = workflow.config_settings
+    given = [Path(f).absolute() for f in settings.configfiles]
+    layers = [
+        (str(f), load_configfile(f))
+        for f in workflow.configfiles
+        if Path(f).absolute() not in given
+    ]
+    layers += [
+        (f"--configfile {os.path.relpath(f)}", load_configfile(f)) for f in given
+    ]
+    return [*layers, ("--config", dict(settings.config))]
+
+
+CONFIG_LAYERS = config_layers()
 
 try:
     _schema = WORKFLOW_DIR / "schemas" / "config.schema.yaml"
     config.update(
-        validate_config(config, load_schema(_schema) if _schema.is_file() else None)
+        validate_config(
+            config,
+            load_schema(_schema) if _schema.is_file() else None,
+            sources=CONFIG_LAYERS,
+        )
     )
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
+
+
+def check_outputs_writable():
+    """A read-only or full folder that a job of this run writes to (outputs, logs, benchmarks) stops
+    the run before its first job, in one line naming the file, the cause and the fix."""
+    from trustcal.files import DiskError, check_writable
+
+    paths = {
+        str(f)
+        for job in workflow.dag.needrun_jobs()
+        for f in (*job.output, *job.log, *([job.benchmark] if job.benchmark else []))
+        if "://" not in str(f)
+    }
+    try:
+        check_writable(sorted(paths))
+    except DiskError as exc:
+        raise WorkflowError(str(exc)) from None
+
+
+onstart:
+    check_outputs_writable()
+
 
 DATASETS = config["datasets"]
 SEEDS = {ds: per_dataset(config, "seeds", ds) for ds in DATASETS}  # dataset → its seeds
@@ -97,8 +162,9 @@ def _check_calibration_options():
         accepted = calibrator_class(method).options
         unknown = sorted(set(options) - set(accepted))
         if unknown:
+            where = config_source(CONFIG_LAYERS, ("calibration", "options", method))
             raise WorkflowError(
-                f"config.yaml: calibration.options.{method}: unknown option(s) {', '.join(unknown)}; "
+                f"{where}: calibration.options.{method}: unknown option(s) {', '.join(unknown)}; "
                 f"{method} accepts: {', '.join(accepted) or 'none'}"
             )
 
@@ -216,7 +282,9 @@ def external_files(name):
     try:
         files, skipped = discover([entry["path"]], ReadOptions(**options))
     except TrustcalError as exc:
-        raise WorkflowError(f"config.yaml: external.{name}: {exc}") from None
+        raise WorkflowError(
+            f"{config_source(CONFIG_LAYERS, ('external', name))}: external.{name}: {exc}"
+        ) from None
     history = entry.get("history") or history_beside(skipped)
     return [str(f.path) for f in files] + [
         str(p) for p in (entry.get("labels"), entry.get("validation"), history) if p

@@ -6,6 +6,8 @@ rule download:
         manifest="results/data/{dataset}/raw_manifest.tsv",
     log:
         "results/logs/download/{dataset}.log",
+    benchmark:
+        "results/benchmarks/download/{dataset}.tsv"
     localrule: True
     conda:
         "../../envs/train.yaml"
@@ -28,6 +30,8 @@ rule prepare:
         splits="results/data/{dataset}/splits.npz",
     log:
         "results/logs/prepare/{dataset}.log",
+    benchmark:
+        "results/benchmarks/prepare/{dataset}.tsv"
     conda:
         "../../envs/train.yaml"
     threads: 1

@@ -20,6 +20,8 @@ rule external:
         figures=directory("results/external/{name}/figures"),
     log:
         "results/logs/external/{name}.log",
+    benchmark:
+        "results/benchmarks/external/{name}.tsv"
     wildcard_constraints:
         name=r"[^/]+",
     conda:

@@ -21,6 +21,8 @@ rule figures:
         **figure_outputs("figures"),
     log:
         "results/logs/figures/{dataset}.log",
+    benchmark:
+        "results/benchmarks/figures/{dataset}.tsv"
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -41,6 +43,8 @@ rule metric_figures:
         **figure_outputs("metric_figures"),
     log:
         "results/logs/metric_figures/{dataset}.log",
+    benchmark:
+        "results/benchmarks/metric_figures/{dataset}.tsv"
     localrule: True
     conda:
         "../../envs/analysis.yaml"

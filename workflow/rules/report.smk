@@ -31,6 +31,8 @@ rule verdict:
         ),
     log:
         "results/logs/verdict/verdict.log",
+    benchmark:
+        "results/benchmarks/verdict/verdict.tsv"
     localrule: True
     conda:
         "../../envs/analysis.yaml"

@@ -3,7 +3,10 @@
 # Checkpoints live in {run}/checkpoints/ but are not declared outputs: Snakemake
 # deletes a job's declared outputs before rerunning it, and training must
 # resume from them when `epochs` is raised or a run was killed. history.csv is
-# the declared output; the engine drops checkpoints of another configuration.
+# the declared output; the engine drops checkpoints of another configuration,
+# and resumes before a missing or damaged one (each carries a content digest),
+# rewriting it and the later ones: rerunning train rewrites history.csv, so
+# everything downstream reruns.
 # With `seed_batching: true` one job trains all seeds of a dataset together
 # (one stacked model) and writes every seed's own files.
 
@@ -43,6 +46,8 @@ rule logits:
         logit_files(),
     log:
         "results/logs/logits/{dataset}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/logits/{dataset}/seed{seed}.tsv"
     group:
         "evaluate"
     conda:

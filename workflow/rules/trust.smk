@@ -14,6 +14,8 @@ rule trust:
         trust_sweep="results/{dataset}/seed{seed}/trust_sweep.csv",
     log:
         "results/logs/trust/{dataset}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/trust/{dataset}/seed{seed}.tsv"
     group:
         "evaluate"
     conda:
@@ -41,6 +43,8 @@ rule scores:
         trust_density="results/{dataset}/seed{seed}/trust_density.csv",
     log:
         "results/logs/scores/{dataset}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/scores/{dataset}/seed{seed}.tsv"
     group:
         "evaluate"
     conda:
@@ -64,6 +68,8 @@ rule trust_bootstrap:
         replicates="results/{dataset}/seed{seed}/trust_bootstrap.npz",
     log:
         "results/logs/trust_bootstrap/{dataset}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/trust_bootstrap/{dataset}/seed{seed}.tsv"
     group:
         "evaluate"
     conda:

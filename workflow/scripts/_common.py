@@ -1,20 +1,36 @@
 """Shared start-up of the workflow's scripts: import path, logging, clear errors.
 
-Snakemake puts this folder on ``sys.path``; we add ``workflow/`` so that the
-``trustcal`` package imports even in an environment where it is not installed
-(``--sdm conda``).
+Snakemake puts this folder on ``sys.path``; we put ``workflow/`` FIRST on it, so
+that every job runs the ``trustcal`` package of the checkout it belongs to, even
+where it is not installed (``--sdm conda``) and where another copy is (an
+editable install of another clone, whose path entry Snakemake's script preamble
+places ahead of ours). A job that would still run another copy (one imported
+before this module) stops with one line naming both.
 """
 
+import errno
 import logging
 import sys
 import traceback
 from pathlib import Path
 
 WORKFLOW_DIR = Path(__file__).resolve().parents[1]
-if str(WORKFLOW_DIR) not in sys.path:
-    sys.path.insert(0, str(WORKFLOW_DIR))
+OWN_PACKAGE = WORKFLOW_DIR / "trustcal"
+if OWN_PACKAGE.is_dir():  # a remote module (github(...)) has no local copy: the installed package runs
+    sys.path[:] = [str(WORKFLOW_DIR)] + [p for p in sys.path if p != str(WORKFLOW_DIR)]
 
-from trustcal.errors import TrustcalError  # noqa: E402 (after the path above)
+import trustcal  # noqa: E402 (after the path above)
+
+RUNNING_PACKAGE = Path(trustcal.__file__).resolve().parent
+if OWN_PACKAGE.is_dir() and RUNNING_PACKAGE != OWN_PACKAGE:
+    sys.exit(
+        f"\nERROR: this workflow ({WORKFLOW_DIR}) would run the trustcal package of {RUNNING_PACKAGE}, "
+        f"imported before its own ({OWN_PACKAGE}). Fix: run the Snakefile of {RUNNING_PACKAGE.parents[1]}, "
+        f"or install this checkout instead (pip install -e {WORKFLOW_DIR.parent}).\n"
+    )
+
+from trustcal.errors import TrustcalError  # noqa: E402
+from trustcal.files import disk_error  # noqa: E402
 
 
 class _AboveProgressBars(logging.StreamHandler):
@@ -34,12 +50,16 @@ def run(snakemake, main, progress: bool = False) -> None:
 
     ``progress``: also show the log on the terminal (long jobs, e.g. one line
     per training epoch). A :class:`TrustcalError` ends the job with its
-    message (no traceback) on the terminal and in the log; anything else is
-    logged with its traceback.
+    message (no traceback) on the terminal and in the log, and so does a write
+    the disk refused (full, read-only, not ours: ``trustcal.files.disk_error``),
+    the log's own included; anything else is logged with its traceback.
     """
     log_file = snakemake.log[0]
-    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-    handlers = [logging.FileHandler(log_file, mode="w")]
+    try:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers = [_LogFile(log_file, mode="w")]
+    except OSError as exc:
+        _stop(snakemake, disk_error(log_file, exc) or f"{log_file}: cannot write the log: {exc.strerror or exc}")
     if progress:
         terminal = _AboveProgressBars(sys.stderr)
         where = ", ".join(f"{k}={v}" for k, v in snakemake.wildcards.items())
@@ -54,13 +74,37 @@ def run(snakemake, main, progress: bool = False) -> None:
     for handler in handlers[1:]:
         handler.addFilter(lambda record: record.name.startswith("trustcal"))
     logging.captureWarnings(True)
+    logging.info("trustcal package: %s", RUNNING_PACKAGE)  # the code this job runs (a checkout, an install)
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting chatter
     try:
         main(snakemake)
     except TrustcalError as exc:
         logging.error("%s", exc)
-        print(f"\nERROR (rule {snakemake.rule}): {exc}\n", file=sys.stderr)
-        sys.exit(1)
+        _stop(snakemake, exc)
+    except OSError as exc:  # a write the disk refused outside trustcal.files' writers (which raise DiskError)
+        # only the causes of a refused write: "permission denied" may be a read as well
+        writing = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+        error = disk_error(exc.filename or snakemake.output[0], exc) if writing else None
+        if error is None:
+            logging.error("unexpected failure:\n%s", traceback.format_exc())
+            raise
+        logging.error("%s", error)
+        _stop(snakemake, error)
     except Exception:
         logging.error("unexpected failure:\n%s", traceback.format_exc())
         raise
+
+
+def _stop(snakemake, error) -> None:
+    """End the job with ``error``'s one line on the terminal (no traceback)."""
+    print(f"\nERROR (rule {snakemake.rule}): {error}\n", file=sys.stderr)
+    sys.exit(1)
+
+
+class _LogFile(logging.FileHandler):
+    """The rule's log file; a record it cannot write (a full disk) is dropped without the traceback
+    logging prints by default: the job's error line on the terminal says what happened."""
+
+    def handleError(self, record):
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handleError(record)

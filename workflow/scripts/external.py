@@ -5,7 +5,7 @@ def main(sm):
     import logging
     from pathlib import Path
 
-    from trustcal.assessment import assess_to_dir
+    from trustcal.assessment import WherePossible, assess_to_dir
     from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import TrustParams
     from trustcal.predictions import ReadOptions
@@ -22,7 +22,7 @@ def main(sm):
         SweepParams(clusters=tuple(sm.params.sweep["clusters"]), epochs=tuple(sm.params.sweep["epochs"])),
         t_min=sm.params.calibration["t_min"],
         t_max=sm.params.calibration["t_max"],
-        calibrators=list(dict.fromkeys(["temperature", *sm.params.calibration["methods"]])),
+        calibrators=WherePossible(dict.fromkeys(["temperature", *sm.params.calibration["methods"]])),
         bootstrap=BootstrapParams(**sm.params.bootstrap),
         history=history,
         title=title,

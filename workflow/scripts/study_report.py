@@ -1,10 +1,13 @@
 """Regenerate the README's real-study section and results/study/ from a finished run.
 
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR [--author-predictions DIR]
+    .venv/bin/python workflow/scripts/study_report.py RUN_DIR --costs-only
 
 RUN_DIR is the directory the study ran in (its results/ and .snakemake/log/), e.g. after
     .venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml
 (run by hand, not by the workflow: it writes into this repository; trustcal.study says what).
+With --costs-only it writes only what each job of RUN_DIR cost (from its results/benchmarks/: costs.csv,
+costs_summary.csv, costs.md), into RUN_DIR/results/study/: any finished run, e.g. to size cluster requests.
 """
 
 import argparse
@@ -15,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow"))
 
 from trustcal.errors import TrustcalError  # noqa: E402 (after the path above)
-from trustcal.study import write_study  # noqa: E402
+from trustcal.study import write_costs, write_study  # noqa: E402
 
 COMMAND = ".venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml"
 
@@ -31,9 +34,20 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--command", default=COMMAND, help="the command the run was started with (shown in the README)")
     parser.add_argument("--remark", default="", help="a sentence added to the run's description (e.g. what else ran)")
+    parser.add_argument(
+        "--costs-only",
+        action="store_true",
+        help="write only the cost tables of RUN_DIR's jobs, into RUN_DIR/results/study/ (not this repository)",
+    )
     args = parser.parse_args(argv)
     author = None if str(args.author_predictions) == "none" else args.author_predictions
+    results = args.run_dir.resolve() / "results"
     try:
+        if args.costs_only:
+            _, _, lines = write_costs(results, results / "study")
+            print("\n".join(lines))
+            print(f"written: {results / 'study'}/costs.csv, costs_summary.csv, costs.md")
+            return 0
         write_study(args.run_dir.resolve(), REPO, author, args.command, args.remark)
     except TrustcalError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ The package, by stage; a module imports only from its own stage or the stages
 above it in this list (tests/test_layout.py checks it; docs/layout.md draws it)::
 
     errors, files, config       the user-facing error, atomic files, the results paths
+    numerics                    PROB_FLOOR, the probability floor of every fit and NLL
     measures                    metrics, opinions, trust, bootstrap
     calibration                 temperature scaling (calibrators)
     data                        download, staging, splits, synthetic data

@@ -36,6 +36,7 @@ from trustcal.calibration import T_MAX, T_MIN
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
 from trustcal.predictions import (
+    KINDS,
     CellError,
     ColumnError,
     InputWarning,
@@ -47,7 +48,9 @@ from trustcal.predictions import (
     ReadOptions,
     Table,
     check_table,
+    name_labels,
     suspicious,
+    transposed_hint,
 )
 from trustcal.reporting.tables import MetricParams, SweepParams
 
@@ -66,7 +69,15 @@ _FLAGS = (
     ("(--renormalize)", "(renormalize=True)"),
     ("--sum-tolerance", "sum_tolerance"),
     ("widen --t-min/--t-max", "widen t_min/t_max"),
+    (
+        "(--validation FILE, or val_logits and val_labels in each .npz)",
+        "(validation=(val_probs_or_logits, val_labels))",
+    ),
+    ("or leave out --calibrators", "or leave out calibrators"),
     (" or check --prob-columns", ""),
+    ("--kind probs", 'kind="probs"'),
+    (" or choose them with --prob-columns REGEX", ""),
+    ("--positive-class NAME", "positive_class=NAME"),
 )
 
 
@@ -225,15 +236,13 @@ def _values(x, name: str) -> np.ndarray:
             f"{name}: holds {arr.dtype} values; expected numbers, an N×K array of probabilities or "
             "logits. Fix: pass e.g. model(x).softmax(-1) as a float array."
         )
-    if arr.ndim != 2 or arr.shape[1] < 2:
-        hint = (
-            " For a binary classifier giving P(class 1) only, pass np.column_stack([1 - p, p])."
-            if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1)
-            else ""
-        )
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]  # one column: a binary classifier's P(y = positive) or score
+    if arr.ndim not in (1, 2) or (arr.ndim == 2 and arr.shape[1] < 2):
         raise ColumnError(
             f"{name}: has shape {arr.shape}; expected N×K with K ≥ 2 (one row per sample, one column "
-            f"per class). Fix: pass the full matrix of probabilities or logits.{hint}"
+            "per class), or N values of a binary classifier (P(y = 1) or a decision_function score). "
+            "Fix: pass the full matrix of probabilities or logits."
         )
     if len(arr) == 0:
         raise ColumnError(f"{name}: has no rows; expected one row per sample. Fix: pass at least one prediction.")
@@ -242,30 +251,41 @@ def _values(x, name: str) -> np.ndarray:
 
 def _labels(y, name: str, values: np.ndarray, values_name: str) -> np.ndarray:
     arr = _as_array(y, name)
-    n, k = values.shape
+    n = len(values)
+    k = values.shape[1] if values.ndim == 2 else 2
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     elif arr.ndim == 2 and arr.shape == (n, k) and arr.dtype.kind in "biuf":
         onehot = arr.astype(np.float64)
         if np.all((onehot == 0) | (onehot == 1)) and np.all(onehot.sum(axis=1) == 1):
             arr = onehot.argmax(axis=1)
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biufUSO":
         raise LabelError(
-            f"{name}: holds {arr.dtype} values; expected integer class indices 0 … {k - 1} (the "
-            f"columns of {values_name}). Fix: map class names to indices, e.g. "
-            "names, y = np.unique(labels, return_inverse=True)."
+            f"{name}: holds {arr.dtype} values; expected class indices 0 … {k - 1} (the columns of "
+            f"{values_name}) or class names. Fix: pass a 1-D array of integers or strings."
         )
     if arr.ndim != 1:
         raise ColumnError(
-            f"{name}: has shape {arr.shape}; expected one integer class index per sample, shape "
-            f"({n},) (or one-hot {n}×{k}). Fix: pass a 1-D integer array."
+            f"{name}: has shape {arr.shape}; expected one class index or name per sample, shape "
+            f"({n},) (or one-hot {n}×{k}). Fix: pass a 1-D array.{transposed_hint(arr.shape, n)}"
         )
     if len(arr) != n:
         raise LengthMismatch(
             f"{name}: {len(arr)} labels but {values_name} has {n} rows; expected one label per row. "
-            "Fix: pass the labels of the same samples, in the same order."
+            f"Fix: pass the labels of the same samples, in the same order.{transposed_hint(values.shape, len(arr))}"
         )
+    if arr.dtype.kind in "USO":  # class names (numbers in an object array stay numbers)
+        return name_labels(Path(name), arr, lambda r: f"element {r}")
     return arr.astype(np.float64)
+
+
+def _columns(x) -> list[str] | None:
+    """The class names of a DataFrame's columns (``pd.DataFrame(clf.predict_proba(X), columns=clf.classes_)``)."""
+    if isinstance(x, pd.DataFrame) and not isinstance(x.columns, pd.RangeIndex):
+        return [str(c) for c in x.columns]
+    if isinstance(x, pd.Series) and x.name is not None:
+        return [str(x.name)]
+    return None
 
 
 def _table(values, labels, kind: str, names: tuple[str, str]) -> Table:
@@ -278,8 +298,88 @@ def _table(values, labels, kind: str, names: tuple[str, str]) -> Table:
         lambda r, c=None: f"row {r}" + ("" if c is None else f", column {c}"),
         label_where=lambda r: f"element {r}",
         label_path=Path(names[1]),
+        columns=_columns(values),
     )
     return table
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_real(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _wrong_type(name: str, value, expected: str, example: str) -> PredictionError:
+    return PredictionError(
+        f"{name}={value!r} ({type(value).__name__}): expected {expected}. Fix: pass e.g. {name}={example}."
+    )
+
+
+def _checked_arguments(
+    *,
+    kind,
+    clusters,
+    trust,
+    metrics,
+    sweep,
+    t_min,
+    t_max,
+    calibrators,
+    bootstrap,
+    sum_tolerance,
+    renormalize,
+    validation=None,
+):
+    """(trust, bootstrap, calibrators) of :func:`assess` after checking the type of every argument;
+    a wrong one is a :class:`PredictionError` naming it and its expected type. ``bootstrap`` may be
+    the number of resamples (0: none), ``calibrators`` one name."""
+    from trustcal.calibration import CALIBRATORS
+
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise _wrong_type("kind", kind, f"one of {', '.join(map(repr, KINDS))}", '"logits"')
+    if trust is None:
+        if not _is_int(clusters) or clusters < 1:
+            raise _wrong_type("clusters", clusters, "a positive integer", "10")
+        trust = TrustParams(clusters=int(clusters))
+    elif not isinstance(trust, TrustParams):
+        raise _wrong_type("trust", trust, "a trustcal.measures.trust.TrustParams or None", "TrustParams(clusters=10)")
+    if not isinstance(metrics, MetricParams):
+        raise _wrong_type("metrics", metrics, "a trustcal.reporting.tables.MetricParams", "MetricParams()")
+    if sweep is not None and not isinstance(sweep, SweepParams):
+        raise _wrong_type("sweep", sweep, "a trustcal.reporting.tables.SweepParams or None", "None")
+    for name, value in (("t_min", t_min), ("t_max", t_max)):
+        if not _is_real(value) or not value > 0 or not np.isfinite(value):
+            raise _wrong_type(name, value, "a positive number", str(T_MIN if name == "t_min" else T_MAX))
+    if not t_min < t_max:
+        raise PredictionError(
+            f"t_min={t_min} must be smaller than t_max={t_max}. Fix: e.g. t_min={T_MIN}, t_max={T_MAX}."
+        )
+    if isinstance(calibrators, str):
+        calibrators = [calibrators]
+    fitted = [m for m in CALIBRATORS if m != "none"]
+    if calibrators is None:  # temperature scaling where there are validation predictions
+        calibrators = ["temperature"] if validation is not None else []
+    if not isinstance(calibrators, (list, tuple)) or not all(isinstance(c, str) for c in calibrators):
+        raise _wrong_type("calibrators", calibrators, f"a list of names among {', '.join(fitted)}", '["temperature"]')
+    unknown = [c for c in calibrators if c not in fitted]
+    if unknown:
+        raise PredictionError(
+            f"calibrators: unknown {', '.join(map(repr, unknown))}; expected names among {', '.join(fitted)}. "
+            'Fix: pass e.g. calibrators=["temperature", "isotonic"].'
+        )
+    if _is_int(bootstrap):
+        if bootstrap < 0:
+            raise _wrong_type("bootstrap", bootstrap, "a number of resamples ≥ 0, a BootstrapParams or None", "200")
+        bootstrap = BootstrapParams(resamples=int(bootstrap)) if bootstrap else None
+    elif bootstrap is not None and not isinstance(bootstrap, BootstrapParams):
+        raise _wrong_type("bootstrap", bootstrap, "a number of resamples (0: none), a BootstrapParams or None", "200")
+    if not _is_real(sum_tolerance) or not sum_tolerance > 0 or not np.isfinite(sum_tolerance):
+        raise _wrong_type("sum_tolerance", sum_tolerance, "a positive number", "1e-3")
+    if not isinstance(renormalize, (bool, np.bool_)):
+        raise _wrong_type("renormalize", renormalize, "True or False", "True")
+    return trust, bootstrap, list(calibrators)
 
 
 def assess(
@@ -294,23 +394,28 @@ def assess(
     sweep: SweepParams | None = SweepParams(),
     t_min: float = T_MIN,
     t_max: float = T_MAX,
-    calibrators: Sequence[str] = ("temperature",),
+    calibrators: Sequence[str] | None = None,
     bootstrap: BootstrapParams | None = BootstrapParams(),
     sum_tolerance: float = ReadOptions().sum_tolerance,
     renormalize: bool = False,
+    positive_class: str | int | None = None,
 ) -> AssessmentResult:
     """Trust opinions, ECE, NetTrustScore and the other metrics of one model's predictions.
 
     Parameters
     ----------
-    probs_or_logits : array-like, N×K
+    probs_or_logits : array-like, N×K or N
         Predicted probabilities (rows summing to 1) or logits, one row per sample, one column per
-        class (a numpy array, a DataFrame or a CPU torch tensor).
+        class (a numpy array, a DataFrame or a CPU torch tensor). A DataFrame whose columns are the
+        class names (``pd.DataFrame(clf.predict_proba(X), columns=clf.classes_)``) is matched to the
+        labels by name. One column (N values) is a binary classifier's P(y = positive) or its
+        ``decision_function`` score: p becomes [1 − p, p], a score s the logits [0, s].
     labels : array-like, N
-        True class indices 0 … K−1 (or one-hot N×K).
+        True class indices 0 … K−1 (or one-hot N×K), or class names (strings: the classes are the
+        DataFrame's column names in order, else the sorted names, as scikit-learn's ``classes_``).
     kind : "auto", "probs" or "logits"
-        ``auto``: probabilities, unless values outside [0, 1] with rows not summing to 1 show logits
-        (with a warning).
+        ``auto``: probabilities when at least 99 % of the rows are (values in [0, 1], or summing to 1),
+        logits when at most half are (with a warning); in between an error asks for the kind.
     validation : (val_probs_or_logits, val_labels), optional
         Validation predictions of the same model: the ``calibrators`` are fitted on them as in the
         workflow, and every table gets rows of each (``calibrator == "temperature"`` …) too.
@@ -322,15 +427,20 @@ def assess(
         ``trust`` overrides ``clusters``. The defaults are those of ``trustcal assess``.
     t_min, t_max : float
         Search bounds of the temperature.
-    calibrators : sequence of str
+    calibrators : sequence of str (or one str), optional
         Methods fitted on ``validation`` (docs/method.md §2): any of ``temperature``, ``vector``,
         ``matrix``, ``dirichlet``, ``histogram``, ``isotonic`` (all but temperature need
-        ``pip install 'trustcal[calibration]'``).
-    bootstrap : BootstrapParams or None
-        Resamples of the test set behind the ``*_lo`` / ``*_hi`` intervals (None: no intervals).
+        ``pip install 'trustcal[calibration]'``). None: temperature scaling when ``validation`` is
+        given; named calibrators without ``validation`` are an error.
+    bootstrap : BootstrapParams, int or None
+        Resamples of the test set behind the ``*_lo`` / ``*_hi`` intervals: their number (e.g. 500) or
+        :class:`~trustcal.measures.bootstrap.BootstrapParams` (None or 0: no intervals).
     sum_tolerance, renormalize
         Rows of probabilities must sum to 1 within ``sum_tolerance``; ``renormalize=True`` divides
         them by their sum instead (with a warning).
+    positive_class : str, int or None
+        Binary predictions (one column): the class they are about. None: 1 for labels 0/1, else the
+        larger label (scikit-learn's ``classes_[1]``), or the class a DataFrame column is named after.
 
     Returns
     -------
@@ -358,15 +468,28 @@ def assess(
     """
     from trustcal.assessment import assess_loaded
 
-    if trust is None:
-        if isinstance(clusters, bool) or not isinstance(clusters, (int, np.integer)) or clusters < 1:
-            raise PredictionError(f"clusters={clusters!r}: expected a positive integer. Fix: pass e.g. clusters=10.")
-        trust = TrustParams(clusters=int(clusters))
-    if not t_min < t_max:
-        raise PredictionError(
-            f"t_min={t_min} must be smaller than t_max={t_max}. Fix: e.g. t_min={T_MIN}, t_max={T_MAX}."
-        )
-    opts = ReadOptions(kind=kind, sum_tolerance=sum_tolerance, renormalize=renormalize)
+    trust, bootstrap, calibrators = _checked_arguments(
+        kind=kind,
+        clusters=clusters,
+        trust=trust,
+        metrics=metrics,
+        sweep=sweep,
+        t_min=t_min,
+        t_max=t_max,
+        calibrators=calibrators,
+        bootstrap=bootstrap,
+        sum_tolerance=sum_tolerance,
+        renormalize=renormalize,
+        validation=validation,
+    )
+    if positive_class is not None and not (isinstance(positive_class, str) or _is_int(positive_class)):
+        raise _wrong_type("positive_class", positive_class, "a class name or index, or None", "1")
+    opts = ReadOptions(
+        kind=kind,
+        sum_tolerance=sum_tolerance,
+        renormalize=renormalize,
+        positive_class=None if positive_class is None else str(positive_class),
+    )
     found: list[InputWarning] = []
 
     def warn(w: InputWarning) -> None:
@@ -374,9 +497,9 @@ def assess(
 
     try:
         table = _table(probs_or_logits, labels, kind, ("probs_or_logits", "labels"))
-        probs, y, logits = check_table(table, opts, warn)
+        probs, y, logits, class_names = check_table(table, opts, warn)
         suspicious(probs, y, table.path, warn)
-        item = Loaded(PredictionFile(table.path, 0, None), probs, y, logits)
+        item = Loaded(PredictionFile(table.path, 0, None), probs, y, logits, names=class_names)
         if validation is not None:
             if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
                 raise PredictionError(
@@ -384,7 +507,9 @@ def assess(
                     "Fix: pass validation=(val_logits, val_labels)."
                 )
             val = _table(validation[0], validation[1], kind, ("validation[0]", "validation[1]"))
-            item.val_probs, item.val_labels, item.val_logits = check_table(val, opts, warn, probs.shape[1])
+            item.val_probs, item.val_labels, item.val_logits, _ = check_table(
+                val, opts, warn, probs.shape[1], class_names
+            )
         a = assess_loaded(
             [item],
             trust,

@@ -18,7 +18,9 @@ from __future__ import annotations
 import glob
 import io
 import json
+import os
 import pickle
+import sys
 import warnings as pywarnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,6 +35,7 @@ from trustcal.calibration.table import CALIBRATION_COLUMNS, calibration_row
 from trustcal.files import PAPER_CALIBRATOR, RAW, atomic_directory, paper_states, write_csv
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
+from trustcal.numerics import floored_log
 from trustcal.predictions import (
     HISTORY_NAMES,
     ColumnError,
@@ -49,8 +52,16 @@ from trustcal.predictions import (
     load_series,
     read_bytes,
 )
+from trustcal.reporting.figures.registry import CALIBRATORS as CALIBRATOR_FIGURES
 from trustcal.reporting.figures.registry import FIGURES
-from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from trustcal.reporting.tables import (
+    MetricParams,
+    Predictions,
+    SweepParams,
+    score_tables,
+    trust_sweep_table,
+    trust_tables,
+)
 
 MARKER = "assess.json"  # written last; marks a directory that assess may replace
 FIGURE_FORMATS = ("png", "pdf")
@@ -77,24 +88,85 @@ class Assessment:
     clusters: int = TrustParams().clusters
     ece_bins: int = MetricParams().ece_bins[0]
     figures: list[str] = field(default_factory=list)
-    figures_left_out: list[str] = field(default_factory=list)
+    figures_left_out: list[str] = field(default_factory=list)  # could be drawn with more input …
+    figures_need: dict[str, str] = field(default_factory=dict)  # … which: figure → what it needs
+    class_names: tuple[str, ...] | None = None  # class k's name (string labels, named columns); None: k itself
 
     def summary(self) -> str:
         return format_summary(self)
 
 
+def with_class_names(tables: dict[str, pd.DataFrame], names: Sequence[str] | None) -> dict[str, pd.DataFrame]:
+    """Every table with a per-class ``label`` column (class indices 0 … K−1, and ``network``) gets a
+    ``class_name`` column beside it: the name of class ``label`` (``network`` stays ``network``)."""
+    if not names:
+        return tables
+    out = {}
+    for key, df in tables.items():
+        if "label" in df.columns and "class_name" not in df.columns:
+            df = df.copy()
+            df.insert(
+                int(df.columns.get_loc("label")) + 1,
+                "class_name",
+                [names[int(float(v))] if str(v).replace(".", "", 1).isdigit() else str(v) for v in df["label"]],
+            )
+        out[key] = df
+    return out
+
+
 def log_probs(probs: np.ndarray) -> np.ndarray:
-    """Logits of probabilities (softmax(log p / T) is temperature scaling of p); zeros become the float minimum."""
-    return np.log(np.maximum(probs, np.finfo(np.float64).tiny))
+    """Logits of probabilities, log max(p, PROB_FLOOR) (softmax(log p / T) is temperature scaling of p): the
+    floor of the reported NLL, so a calibrator's objective at the identity map is the raw NLL (docs/method.md §2.12)."""
+    return floored_log(probs)
+
+
+class CalibratorsNotFitted(PredictionError):
+    """Calibrators were asked for by name, but no file has validation predictions to fit them on."""
+
+
+class WherePossible(tuple):
+    """Calibrators to fit where a file has validation predictions, and silently not elsewhere (the workflow's
+    ``external`` rule: its config's methods, for sets that may have no validation data):
+    ``calibrators=WherePossible(["temperature", "isotonic"])``."""
+
+
+# What each calibrator warning asks of the user (assess's terms; trustcal.api rewrites the flags).
+CALIBRATOR_FIXES = {
+    "temperature_at_bound": " Fix: widen --t-min/--t-max.",
+    "calibrator_at_bound": " Fix: widen --t-min/--t-max.",
+}
+
+
+def calibrator_warnings(cal, path: Path, t_min: float, t_max: float) -> list[InputWarning]:
+    """The warnings of a calibrator fitted on ``path``'s validation predictions, each naming the calibrator
+    and its state (:meth:`~trustcal.calibration.Calibrator.diagnostics`)."""
+    return [
+        InputWarning(code, str(path), f"{text} (fitted on the validation predictions).{CALIBRATOR_FIXES.get(code, '')}")
+        for code, text in cal.diagnostics(t_min, t_max)
+    ]
 
 
 def predictions_of(
-    loaded: Sequence[Loaded], warn: Warn, *, t_min=T_MIN, t_max=T_MAX, calibrators: Sequence[str] = (PAPER_CALIBRATOR,)
+    loaded: Sequence[Loaded],
+    warn: Warn,
+    *,
+    t_min=T_MIN,
+    t_max=T_MAX,
+    calibrators: Sequence[str] | None = None,
 ):
     """The :class:`Predictions` of every file, plus calibration.csv rows where calibrators were fitted
     (on a file's validation predictions; a file named as calibrated counts as the paper's
-    after-calibration state, calibrator ``temperature``, and is used as it is)."""
+    after-calibration state, calibrator ``temperature``, and is used as it is).
+
+    ``calibrators`` None: the paper's temperature scaling wherever validation predictions are given;
+    :class:`WherePossible` (names): those, wherever validation predictions are given.
+    Named calibrators are wanted on every epoch: one that no epoch could get (no validation predictions
+    anywhere) is a :class:`CalibratorsNotFitted` error; one that some epochs lack gets a
+    ``calibrators_not_fitted`` warning naming it and them (the other epochs' rows are right)."""
+    requested = calibrators is not None and not isinstance(calibrators, WherePossible)
+    calibrators = (PAPER_CALIBRATOR,) if calibrators is None else tuple(calibrators)
     preds, rows, source = [], [], {}
+    unfitted: dict[int, Path] = {}  # epoch → a file of that epoch without validation predictions
 
     def add(p: Predictions, path: Path) -> None:
         key = (p.epoch, p.calibrator, p.split)
@@ -113,6 +185,8 @@ def predictions_of(
         state = PAPER_CALIBRATOR if f.calibrated else RAW
         add(Predictions(f.epoch, state, "test", item.probs, item.labels), f.path)
         if item.val_probs is None:
+            if not f.calibrated:
+                unfitted.setdefault(f.epoch, f.path)
             continue
         add(Predictions(f.epoch, state, "val", item.val_probs, item.val_labels), f.path)
         if f.calibrated:
@@ -128,20 +202,46 @@ def predictions_of(
                 t_min=t_min,
                 t_max=t_max,
             )
-            if row["at_bound"]:
-                warn(
-                    InputWarning(
-                        "temperature_at_bound",
-                        str(f.path),
-                        "the temperature fitted on the validation data hit "
-                        f"its search bound (T = {row['temperature']:g}); widen --t-min/--t-max.",
-                    )
-                )
+            for w in calibrator_warnings(cal, f.path, t_min, t_max):
+                warn(w)
             rows.append(row)
             add(Predictions(f.epoch, method, "test", cal.predict_proba(logits), item.labels), f.path)
             add(Predictions(f.epoch, method, "val", cal.predict_proba(val_logits), item.val_labels), f.path)
+    if requested:
+        _check_calibrators_fitted(calibrators, unfitted, {(p.epoch, p.calibrator) for p in preds}, warn)
     calibration = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS)) if rows else None
     return preds, calibration
+
+
+def _check_calibrators_fitted(calibrators, unfitted: dict[int, Path], have: set, warn: Warn) -> None:
+    """Named calibrators that no epoch got: an error; those some epochs lack: a warning naming them and the files."""
+    missing = {m: [e for e in sorted(unfitted) if (e, m) not in have] for m in calibrators}
+    missing = {m: epochs for m, epochs in missing.items() if epochs}
+    if not missing:
+        return
+    never = [m for m in missing if not any(c == m for _, c in have)]
+    if never:
+        files = sorted({str(p) for p in unfitted.values()})
+        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        raise CalibratorsNotFitted(
+            f"{shown}: calibrator{'s' if len(never) > 1 else ''} {', '.join(never)} asked for, but "
+            f"{'this file has' if len(files) == 1 else 'these files have'} no validation predictions to fit "
+            f"{'them' if len(never) > 1 else 'it'} on, so no results of {'them' if len(never) > 1 else 'it'} "
+            "would be written. Fix: give validation predictions of the same model (--validation FILE, or "
+            "val_logits and val_labels in each .npz), or leave out --calibrators."
+        )
+    for method, epochs in missing.items():
+        files = [unfitted[e] for e in epochs]
+        warn(
+            InputWarning(
+                "calibrators_not_fitted",
+                str(files[0]),
+                f"calibrator '{method}' asked for but not fitted on {len(files)} file{'s' if len(files) > 1 else ''} "
+                f"without validation predictions ({', '.join(p.name for p in files[:3])}"
+                f"{', …' if len(files) > 3 else ''}): those epochs have no '{method}' rows. Fix: give their "
+                "validation predictions (val_logits and val_labels in each .npz).",
+            )
+        )
 
 
 # What a pickled loss history may name: numpy's array reconstruction, nothing else.
@@ -232,14 +332,15 @@ def assess(
     *,
     t_min: float = T_MIN,
     t_max: float = T_MAX,
-    calibrators: Sequence[str] = (PAPER_CALIBRATOR,),
+    calibrators: Sequence[str] | None = None,
     bootstrap: BootstrapParams | None = BootstrapParams(),
     history: str | Path | None = None,
     progress: Progress = no_progress,
 ) -> Assessment:
     """Read, check and assess the predictions named by ``sources`` (files, directories, globs).
 
-    ``calibrators`` are fitted on each file's validation predictions (docs/method.md §2);
+    ``calibrators`` are fitted on each file's validation predictions (docs/method.md §2; None: temperature
+    scaling where there are any, named ones: an error if no file has any, see :func:`predictions_of`);
     ``bootstrap`` (None: none) puts percentile intervals on the test split's numbers."""
     warnings: list[InputWarning] = []
     sources = [sources] if isinstance(sources, (str, Path)) else sources
@@ -275,6 +376,7 @@ def assess(
         warnings=warnings,
         history=history_table,
         history_file=Path(history) if history else None,
+        progress=progress,
     )
 
 
@@ -286,20 +388,33 @@ def assess_loaded(
     *,
     t_min: float = T_MIN,
     t_max: float = T_MAX,
-    calibrators: Sequence[str] = (PAPER_CALIBRATOR,),
+    calibrators: Sequence[str] | None = None,
     bootstrap: BootstrapParams | None = BootstrapParams(),
     skipped: Sequence[Path] = (),
     warnings: list[InputWarning] | None = None,
     history: pd.DataFrame | None = None,
     history_file: Path | None = None,
+    progress: Progress = no_progress,
 ) -> Assessment:
     """Assess predictions already read and checked (:func:`~trustcal.predictions.load`, or arrays by :mod:`trustcal.api`):
-    the workflow's tables, with the ``calibrators`` fitted where validation predictions are given."""
+    the workflow's tables, with the ``calibrators`` fitted where validation predictions are given.
+    ``progress`` follows the fitting of the calibrators (per file) and the computing of the tables (per epoch)."""
     warnings = [] if warnings is None else warnings
-    preds, calibration = predictions_of(loaded, warnings.append, t_min=t_min, t_max=t_max, calibrators=calibrators)
-    tables = {**trust_tables(preds, trust, sweep, bootstrap), **score_tables(preds, metrics, bootstrap)}
+    fitting = (calibrators is None or calibrators) and any(
+        x.val_probs is not None and not x.file.calibrated for x in loaded
+    )
+    preds, calibration = predictions_of(
+        progress(loaded, "calibrating", "file") if fitting else loaded,
+        warnings.append,
+        t_min=t_min,
+        t_max=t_max,
+        calibrators=calibrators,
+    )
+    tables = assessment_tables(preds, trust, metrics, sweep, bootstrap, progress)
     if calibration is not None:
         tables["calibration"] = calibration
+    names = loaded[0].names
+    tables = with_class_names(tables, names)
     return Assessment(
         [item.file for item in loaded],
         list(skipped),
@@ -311,7 +426,35 @@ def assess_loaded(
         history_file,
         trust.clusters,
         metrics.ece_bins[0],
+        class_names=names,
     )
+
+
+def assessment_tables(
+    preds: Sequence[Predictions],
+    trust: TrustParams,
+    metrics: MetricParams,
+    sweep: SweepParams | None,
+    bootstrap: BootstrapParams | None,
+    progress: Progress = no_progress,
+) -> dict[str, pd.DataFrame]:
+    """:func:`~trustcal.reporting.tables.trust_tables` and :func:`~trustcal.reporting.tables.score_tables`
+    of ``preds``, computed one epoch at a time so that ``progress`` can follow a long series; the same
+    tables, rows in the same order (``preds`` come epoch by epoch), as one call on every epoch.
+    ``trust_sweep`` picks its epochs from the whole series, so it is computed on all of them at once."""
+    by_epoch: dict[int, list[Predictions]] = {}
+    for p in preds:
+        by_epoch.setdefault(p.epoch, []).append(p)
+    parts = [
+        {**trust_tables(group, trust, None, bootstrap), **score_tables(group, metrics, bootstrap)}
+        for group in progress(list(by_epoch.values()), "assessing", "epoch")
+    ]
+    tables = {}
+    for name in parts[0]:
+        tables[name] = pd.concat([part[name] for part in parts], ignore_index=True)
+        if name == "dynamic_trust" and sweep is not None:  # where trust_tables puts it
+            tables["trust_sweep"] = trust_sweep_table(preds, trust, sweep)
+    return tables
 
 
 # --------------------------------------------------------------------------- figures
@@ -333,47 +476,119 @@ def figure_tables(a: Assessment) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]], list[str]]:
-    """(name, draw(paths)) for every figure of figures.FIGURES the tables allow, and the names left out.
+# What a figure's missing table takes (the summary's "figures not drawn (need …)").
+TABLE_NEEDS = {
+    "history": "a training history",
+    "calibration": "validation data",
+    "trust_sweep": "the cluster sweep",
+}
+
+
+def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]], dict[str, str]]:
+    """(name, draw(paths)) for every figure of figures.FIGURES the tables allow, and for each figure left
+    out that more input would allow, what it needs (:data:`TABLE_NEEDS`).
 
     Figures that need the training history (the loss curves, and those showing the first, best-validation
     and last epochs) are drawn for a series only with a history (--history, or one found in a prediction
-    directory by :func:`~trustcal.predictions.history_beside`); those with the epoch on the x axis only for a series.
-    A single epoch is its own first, best and last epoch: its reliability, trust spectrum and trust
-    density figures are always drawn.
+    directory by :func:`~trustcal.predictions.history_beside`). Those comparing calibrators are drawn when
+    calibrators other than the paper's temperature scaling were fitted (the paper's figures show that one
+    before and after), and those with the epoch on the x axis for a series; neither is listed as missing
+    where it does not apply. A single epoch is drawn as itself (one column, no epoch):
+    its reliability, trust spectrum and trust density figures are always drawn.
     """
     from trustcal.reporting import figures
 
     series = a.tables["trust"]["epoch"].nunique() >= 2
+    paper_only = set(a.tables["scores"]["calibrator"].astype(str)) <= {RAW, PAPER_CALIBRATOR}
     tables = figure_tables(a)
-    jobs, left_out = [], []
+    jobs, need = [], {}
     for name, spec in FIGURES.items():
-        if (name in SERIES_FIGURES and not series) or not all(t in tables for t in spec.tables):
-            left_out.append(name)
+        missing = [t for t in spec.tables if t not in tables]
+        if name in SERIES_FIGURES and not series:
+            continue
+        if spec.stage == CALIBRATOR_FIGURES and paper_only:
+            continue  # the raw model against temperature scaling alone: the paper's before/after figures
+        if missing:
+            need[name] = " and ".join(dict.fromkeys(TABLE_NEEDS.get(t, f"the {t} table") for t in missing))
         else:
             jobs.append((name, lambda paths, name=name: figures.draw(name, tables, title, paths, clusters=a.clusters)))
-    return jobs, left_out
+    return jobs, need
 
 
-def draw_figures(a: Assessment, fig_dir: Path, title: str, progress: Progress = no_progress) -> list[str]:
-    """Draw every figure into ``fig_dir``; a figure that fails is skipped with a warning, never fatal."""
+def draw_figures(
+    a: Assessment,
+    fig_dir: Path,
+    title: str,
+    progress: Progress = no_progress,
+    formats: Sequence[str] = FIGURE_FORMATS,
+) -> list[str]:
+    """Draw every figure into ``fig_dir``, a file per format of ``formats``, on every core available
+    (:func:`figure_workers`); a figure that fails is skipped with a warning, never fatal."""
     fig_dir.mkdir(parents=True, exist_ok=True)
     drawn = []
-    jobs, a.figures_left_out = _figure_jobs(a, title)
-    for name, draw in progress(jobs, "figures", "figure"):
-        paths = [fig_dir / f"{name}.{ext}" for ext in FIGURE_FORMATS]
-        try:
-            with pywarnings.catch_warnings():
-                pywarnings.simplefilter("ignore")
-                draw(paths)
+    jobs, a.figures_need = _figure_jobs(a, title)
+    a.figures_left_out = list(a.figures_need)
+    named = [(name, [fig_dir / f"{name}.{ext}" for ext in formats]) for name, _ in jobs]
+    errors = _drawn([(draw, paths) for (_, draw), (_, paths) in zip(jobs, named)], figure_workers(len(jobs)))
+    for (name, paths), error in zip(progress(named, "figures", "figure"), errors):
+        if error is None:
             drawn += [str(p.relative_to(fig_dir.parent)) for p in paths]
-        except Exception as exc:  # an optional figure must not break the assessment
-            for p in paths:
-                p.unlink(missing_ok=True)
-            a.warnings.append(
-                InputWarning("figure_skipped", "", f"figure {name} skipped ({type(exc).__name__}: {exc}).")
-            )
+            continue
+        for p in paths:
+            p.unlink(missing_ok=True)
+        a.warnings.append(InputWarning("figure_skipped", "", f"figure {name} skipped ({error})."))
     return drawn
+
+
+def figure_workers(figures: int) -> int:
+    """Processes that draw ``figures`` figures: one per core this process may use, at most one per figure.
+    Forked, so that they share the tables and the imported matplotlib; where fork is not safe (macOS,
+    Windows) this process alone."""
+    if sys.platform != "linux" or figures < 2:
+        return 1
+    return max(1, min(figures, len(os.sched_getaffinity(0))))
+
+
+def _draw_quietly(draw: Callable, paths: list[Path]) -> str | None:
+    """Draw one figure: None, or what stopped it (an optional figure must not break the assessment)."""
+    try:
+        with pywarnings.catch_warnings():
+            pywarnings.simplefilter("ignore")
+            draw(paths)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+_FORKED: list[tuple[Callable, list[Path]]] = []  # the figures of the forked workers: inherited, never pickled
+
+
+def _draw_forked(i: int) -> str | None:
+    return _draw_quietly(*_FORKED[i])
+
+
+def _drawn(jobs: list[tuple[Callable, list[Path]]], workers: int) -> Iterable[str | None]:
+    """What :func:`_draw_quietly` says of each job, in order, each as soon as it is drawn."""
+    if workers < 2:
+        yield from (_draw_quietly(draw, paths) for draw, paths in jobs)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from trustcal.reporting.figures import style
+
+    style.set_style()  # matplotlib imported once, before the fork
+    _FORKED[:] = jobs
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_draw_forked, i) for i in range(len(jobs))]
+            for future in futures:
+                try:
+                    yield future.result()
+                except Exception as exc:  # a worker that died (memory): that figure is skipped
+                    yield f"{type(exc).__name__}: {exc}"
+    finally:
+        _FORKED.clear()
 
 
 # --------------------------------------------------------------------------- summary
@@ -457,9 +672,16 @@ def format_summary(a: Assessment) -> str:
         f"({', '.join(p.name for p in [f.path for f in files][:2])}{', …' if len(files) > 2 else ''}), "
         f"{a.classes} classes, {n_samples} test samples per file",
     ]
-    if "calibration" in a.tables:
-        t = a.tables["calibration"]["temperature"]
-        head.append(f"temperature scaling fitted on the validation data: T = {t.min():.3g} … {t.max():.3g}")
+    if a.class_names:
+        head.append("classes: " + ", ".join(f"{k} {name}" for k, name in enumerate(a.class_names)))
+    if "calibration" in a.tables:  # each calibrator by name; T only for temperature scaling (others have none)
+        cal = a.tables["calibration"]
+        t = cal.loc[cal["calibrator"] == "temperature", "temperature"]
+        others = [c for c in dict.fromkeys(cal["calibrator"]) if c != "temperature"]
+        if len(t):
+            head.append(f"temperature scaling fitted on the validation data: T = {t.min():.3g} … {t.max():.3g}")
+        if others:
+            head.append(f"also fitted on the validation data: {', '.join(others)}")
     if a.history_file is not None:
         head.append(f"training history: {a.history_file}")
     if a.skipped:
@@ -468,9 +690,10 @@ def format_summary(a: Assessment) -> str:
         f"ECE: top-label, {a.ece_bins} bins; NTS: NetTrustScore; b, d, u: network trust opinion (belief, disbelief, uncertainty)"
     ]
     foot += calibrator_lines(a)
-    if a.figures_left_out:
-        why = "need a series of epochs, a training history or validation data"
-        foot.append(f"figures not drawn ({why}): {', '.join(a.figures_left_out)}")
+    by_need: dict[str, list[str]] = {}
+    for name in a.figures_left_out:
+        by_need.setdefault(a.figures_need.get(name, "more input"), []).append(name)
+    foot += [f"figures not drawn (need {need}): {', '.join(names)}" for need, names in by_need.items()]
     foot += [
         f"{len(a.warnings)} warning{'s' if len(a.warnings) != 1 else ''}" + (" (warnings.txt)" if a.warnings else ""),
     ]
@@ -516,6 +739,13 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records", double_precision=15))  # NaN → null, numpy → Python numbers
 
 
+def _temperature_records(calibration: pd.DataFrame | None) -> list[dict]:
+    """epoch and T of each temperature-scaling fit (the other calibrators have no temperature)."""
+    if calibration is None:
+        return []
+    return _records(calibration.loc[calibration["calibrator"] == "temperature", ["epoch", "temperature"]])
+
+
 def summary_dict(a: Assessment) -> dict:
     """The summary for scripts (``trustcal assess --json``): per epoch and state on the test predictions,
     accuracy, ECE, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty), each with
@@ -526,13 +756,14 @@ def summary_dict(a: Assessment) -> dict:
         files=_file_list(a),
         skipped=[str(p) for p in a.skipped],
         classes=a.classes,
+        class_names=list(a.class_names) if a.class_names else None,
         test_samples=a.samples,
         clusters=a.clusters,
         ece_bins=a.ece_bins,
         history=str(a.history_file) if a.history_file else None,
         epochs=_records(summary_table(a.tables)),
         calibrators=_records(calibrator_table(a.tables)),
-        temperatures=_records(a.tables["calibration"][["epoch", "temperature"]]) if "calibration" in a.tables else [],
+        temperatures=_temperature_records(a.tables.get("calibration")),
         figures=a.figures,
         figures_left_out=a.figures_left_out,
         warnings=[dict(code=w.code, file=w.file, message=w.message) for w in a.warnings],
@@ -589,9 +820,11 @@ def write_assessment(
     meta: dict | None = None,
     paper_claims: str | None = None,
     progress: Progress = no_progress,
+    figure_formats: Sequence[str] = FIGURE_FORMATS,
 ) -> None:
-    """Tables, figures, summary.txt, warnings.txt and assess.json into ``out`` (a fresh directory);
-    with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims."""
+    """Tables, figures (a file per format of ``figure_formats``), summary.txt, warnings.txt and assess.json
+    into ``out`` (a fresh directory); with ``paper_claims`` (a dataset of the paper) also the verdict on the
+    paper's claims."""
     for name, df in a.tables.items():
         write_csv(df, out / f"{name}.csv")
     if paper_claims:
@@ -605,7 +838,7 @@ def write_assessment(
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     if figures:
-        a.figures = draw_figures(a, fig_dir, title, progress)
+        a.figures = draw_figures(a, fig_dir, title, progress, figure_formats)
     (out / "summary.txt").write_text(a.summary() + "\n")
     (out / "warnings.txt").write_text("".join(f"[{w.code}] {w}\n" for w in a.warnings))
     info = dict(
@@ -613,6 +846,7 @@ def write_assessment(
         files=_file_list(a),
         skipped=[str(p) for p in a.skipped],
         history=str(a.history_file) if a.history_file else None,
+        class_names=list(a.class_names) if a.class_names else None,
         tables=[f"{n}.csv" for n in a.tables],
         figures=a.figures,
         warnings=len(a.warnings),
@@ -622,8 +856,16 @@ def write_assessment(
 
 
 def default_title(sources) -> str:
-    first = Path(str(list(sources)[0]))
-    return first.name if first.is_dir() else first.parent.name or first.name
+    """The figures' title: a single file's name without its extension (``model.csv.gz`` → ``model``),
+    else the name of the directory of the series (given, or holding the files or the glob)."""
+    sources = [Path(str(s)) for s in sources]
+    first = sources[0]
+    if len(sources) == 1 and first.is_file():
+        name = first.name[: -len(".gz")] if first.name.endswith(".gz") else first.name
+        return Path(name).stem or first.name
+    if first.is_dir():
+        return first.resolve().name
+    return first.parent.resolve().name or first.name
 
 
 def assess_to_dir(
@@ -636,11 +878,12 @@ def assess_to_dir(
     *,
     t_min: float = T_MIN,
     t_max: float = T_MAX,
-    calibrators: Sequence[str] = (PAPER_CALIBRATOR,),
+    calibrators: Sequence[str] | None = None,
     bootstrap: BootstrapParams | None = BootstrapParams(),
     history: str | Path | None = None,
     title: str | None = None,
     figures: bool = True,
+    figure_formats: Sequence[str] = FIGURE_FORMATS,
     paper_claims: str | None = None,
     progress: Progress = no_progress,
 ) -> Assessment:
@@ -670,7 +913,7 @@ def assess_to_dir(
             sweep=asdict(sweep) if sweep else None,
             t_min=t_min,
             t_max=t_max,
-            calibrators=list(calibrators),
+            calibrators=None if calibrators is None else list(calibrators),
             bootstrap=asdict(bootstrap) if bootstrap else None,
         )
         write_assessment(
@@ -681,5 +924,6 @@ def assess_to_dir(
             meta=meta,
             paper_claims=paper_claims,
             progress=progress,
+            figure_formats=figure_formats,
         )
     return a

@@ -4,7 +4,8 @@ Exit codes: 0 done (warnings included), 2 bad input or bad arguments (the
 message names the file and the fix), 1 an unexpected internal failure.
 
 Only the summary (or with ``--json`` the JSON document) goes to stdout;
-warnings, errors and the progress bars (on a terminal only) go to stderr.
+warnings, errors and the progress (:class:`_ShowProgress`: bars on a terminal,
+plain lines for long work elsewhere) go to stderr.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import os
 import sys
 import textwrap
+import time
 from dataclasses import fields
 from pathlib import Path
 
@@ -29,22 +31,31 @@ figures, with a one-screen summary.
 
 EPILOG = r"""
 input formats (detected from the file name, then the contents; .gz is read as is):
-  CSV/TSV    one column per class, in class order, plus a label column named
+  CSV/TSV    one column per class plus a label column named
              'True Label', 'label', 'labels', 'target' or 'y' (any case), e.g.
                Class_0_Probability,...,Class_9_Probability,True Label
                2.6e-06,...,3.9e-05,7
-             Other names: --label-column NAME, --prob-columns REGEX (whole
-             column names; default: every column but the label). A file whose
-             first line is all numbers has no header: its last column is the label.
+             Columns named by class (3,1,2,0 or p_3 …; setosa,versicolor …
+             with such labels) are matched to the classes by name; unnamed
+             ones are in class order. Other names: --label-column NAME,
+             --prob-columns REGEX (whole column names; default: every column
+             but the label). A file whose first line is all numbers has no
+             header: its last column is the label.
+  Parquet, Feather  the same columns as a CSV (needs pip install 'trustcal[parquet]').
   .npz       'probs' (N×K) or 'logits' (N×K), and 'labels' (N integers);
              'val_logits' + 'val_labels' (or 'val_probs') add validation data:
              temperature scaling is fitted on it, as in the workflow, and both
              the before and after rows are produced. The workflow's own
              results/{dataset}/seed{seed}/logits/epochNNN.npz files are read too.
   .npy       the N×K array alone, with --labels FILE (.npy, .npz or one per line).
-  Values outside [0, 1] whose rows do not sum to 1 are read as logits (with a
-  warning; --kind logits says so explicitly) and turned into probabilities with
-  a stable softmax. Probabilities must sum to 1 per row within --sum-tolerance.
+  binary     one column (or an N array): P(y = positive) or a decision_function
+             score; the positive class is --positive-class, else 1 (labels 0/1)
+             or the larger label. Labels may be class names (strings).
+  Files where at least 99 % of the rows are probabilities (in [0, 1], or summing
+  to 1) are probabilities (a bad cell is an error naming it); at most 50 %:
+  logits (with a warning; --kind logits says so explicitly), turned into
+  probabilities with a stable softmax; in between, --kind must say which.
+  Probabilities must sum to 1 per row within --sum-tolerance.
 
 epoch series:
   A directory, a glob or several files are one series, with the epoch and the
@@ -62,10 +73,14 @@ output (--out DIR, replaced whole only when everything succeeded):
   trust.csv, dynamic_trust.csv, trust_sweep.csv, scores.csv, trust_spectrum.csv,
   reliability.csv, trust_density.csv (the workflow's tables; the input files are
   the test split), calibration.csv (when temperature scaling was fitted),
-  figures/ (trust_grid for a series, loss_curves with a history; reliability and
-  trust_spectrum for a single file, or a series with a history),
+  figures/ (PNG; --figure-formats png,pdf adds PDFs: trust_grid and the other
+  per-epoch figures for a series, loss_curves with a history; reliability,
+  trust_spectrum, trust_density and cluster_sweep for a single file, drawn as
+  one set of predictions, or for a series with a history),
   summary.txt, warnings.txt, assess.json (inputs and parameters).
   stdout: the summary; --json: one JSON document instead; --quiet: nothing.
+  stderr: warnings, errors and progress (a bar per phase on a terminal, plain
+  lines for long work elsewhere, then "assessed N files in …"; --quiet: none).
 
 examples:
   trustcal assess ../shared/reference/author-predictions/MNIST_PRED --out results/author_mnist
@@ -102,6 +117,19 @@ def _calibrators(text: str) -> list[str]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(
             f"unknown calibrator {', '.join(unknown) or repr(text)}; choose from {', '.join(_fitted_methods())}"
+        )
+    return list(dict.fromkeys(names))
+
+
+FIGURE_FORMATS = ("png", "pdf")
+
+
+def _figure_formats(text: str) -> list[str]:
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FIGURE_FORMATS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown figure format {', '.join(unknown) or repr(text)}; choose from {', '.join(FIGURE_FORMATS)}"
         )
     return list(dict.fromkeys(names))
 
@@ -145,11 +173,77 @@ class _Parser(argparse.ArgumentParser):
 OUT_REQUIRED = "--out DIR is required (where to write the tables and figures); e.g. trustcal assess {} --out assessed/"
 
 
-def _show_progress(items, what: str, unit: str):
-    """A progress bar on stderr (only used when stderr is a terminal)."""
-    from tqdm import tqdm
+PLAIN_AFTER = 5.0  # seconds: off a terminal, a phase says nothing before this (short runs stay silent) …
+PLAIN_EVERY = 30.0  # … and then a line at most this often
 
-    return tqdm(items, desc=what, unit=f" {unit}s", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+def _duration(seconds: float) -> str:
+    """3 min 12 s, 4.2 s, 1 h 02 min."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _plural(n: int, unit: str) -> str:
+    return f"{n} {unit}{'' if n == 1 else 's'}"
+
+
+def _terminal_size(stream) -> tuple[int, int]:
+    """(columns, rows) of the terminal ``stream`` writes to; 80 × 24 where it reports none (a pty without
+    a size), on which tqdm would draw nothing."""
+    try:
+        columns, rows = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        columns = rows = 0
+    return columns or 80, rows or 24
+
+
+class _ShowProgress:
+    """Progress of each phase of ``trustcal assess`` on ``stream`` (stderr), and the final timing.
+
+    On a terminal: a tqdm bar per phase (reading, calibrating, assessing, figures), of a fixed width
+    (tqdm's ``dynamic_ncols`` draws nothing on a terminal that reports no size). Elsewhere (a log
+    file, a pipe): plain lines, none for a phase shorter than ``PLAIN_AFTER`` seconds, then one at
+    most every ``PLAIN_EVERY`` seconds, and a last line when a phase that spoke ends.
+    """
+
+    def __init__(self, stream, clock=None):
+        self.stream, self.clock = stream, clock or time.monotonic
+        self.terminal = stream.isatty()
+        self.start = self.clock()
+
+    def __call__(self, items, what: str, unit: str):
+        if self.terminal:
+            from tqdm import tqdm
+
+            columns, rows = _terminal_size(self.stream)
+            return tqdm(items, desc=what, unit=f" {unit}s", file=self.stream, ncols=columns, nrows=rows)
+        return self._plain(items, what, unit)
+
+    def _plain(self, items, what: str, unit: str):
+        total = len(items) if hasattr(items, "__len__") else None
+        start, last, done = self.clock(), None, 0
+        for item in items:
+            now = self.clock()
+            if now - start >= PLAIN_AFTER and (last is None or now - last >= PLAIN_EVERY):
+                line = f"{what}: {done}{'' if total is None else f'/{total}'} {unit}s, {_duration(now - start)}"
+                if done and total:  # at the pace so far
+                    line += f", about {_duration((now - start) / done * (total - done))} left"
+                print(line, file=self.stream, flush=True)
+                last = now
+            yield item
+            done += 1
+        if last is not None:
+            print(f"{what}: {_plural(done, unit)} in {_duration(self.clock() - start)}", file=self.stream, flush=True)
+
+    def done(self, files: int) -> None:
+        """The final timing line (off a terminal only after a run long enough to have shown progress)."""
+        elapsed = self.clock() - self.start
+        if self.terminal or elapsed >= PLAIN_AFTER:
+            print(f"assessed {_plural(files, 'file')} in {_duration(elapsed)}", file=self.stream, flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -203,6 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="regex with groups (?P<epoch>…) and optional (?P<state>…) matched against file names",
     )
     g.add_argument("--num-classes", type=_positive_int, metavar="K", help="expected number of classes (checked)")
+    g.add_argument(
+        "--positive-class",
+        metavar="NAME",
+        help="binary predictions (one column): the class they are the probability or score of "
+        "(default: 1 for labels 0/1, else the larger label or the column's name)",
+    )
     g.add_argument(
         "--sum-tolerance",
         type=_positive_float,
@@ -347,11 +447,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--calibrators",
         type=_calibrators,
-        default=["temperature"],
+        default=None,
         metavar="LIST",
         help="calibrators fitted on the validation data, comma-separated, any of "
-        f"{', '.join(_fitted_methods())} (default: temperature; all but temperature need "
-        "pip install 'trustcal[calibration]')",
+        f"{', '.join(_fitted_methods())} (default: temperature where there are validation data; named ones "
+        "without validation data are an error; all but temperature need pip install 'trustcal[calibration]')",
     )
     g.add_argument("--t-min", type=_positive_float, default=T_MIN, help="lower bound of T (default: %(default)s)")
     g.add_argument("--t-max", type=_positive_float, default=T_MAX, help="upper bound of T (default: %(default)s)")
@@ -364,8 +464,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     g = a.add_argument_group("output")
-    g.add_argument("--title", help="figure title (default: the input directory's name)")
+    g.add_argument("--title", help="figure title (default: a single file's name, else the series' directory name)")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    g.add_argument(
+        "--figure-formats",
+        type=_figure_formats,
+        default=["png"],
+        metavar="LIST",
+        help="file formats of the figures, comma-separated: png, pdf (default: png; a PDF doubles the drawing "
+        "time, which is most of a single file's)",
+    )
     quiet = g.add_mutually_exclusive_group()
     quiet.add_argument(
         "--json",
@@ -430,7 +538,7 @@ def run_assess(args) -> int:
     read = _dataclass_from(ReadOptions, args)
     metrics = _dataclass_from(MetricParams, args)
     sweep = SweepParams(clusters=tuple(args.clusters_sweep), epochs=tuple(args.sweep_epochs))
-    show = _show_progress if sys.stderr.isatty() and not args.quiet else no_progress
+    show = _ShowProgress(sys.stderr) if not args.quiet else no_progress
     result = assess_to_dir(
         args.sources,
         args.out,
@@ -445,9 +553,12 @@ def run_assess(args) -> int:
         history=args.history,
         title=args.title,
         figures=not args.no_figures,
+        figure_formats=args.figure_formats,
         paper_claims=args.paper_claims,
         progress=show,
     )
+    if show is not no_progress:
+        show.done(len(result.files))
     print_warnings(result.warnings)
     written = [f"{n}.csv" for n in result.tables] + ["summary.txt", "warnings.txt", "assess.json"]
     if args.paper_claims:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jsonschema
@@ -20,6 +21,36 @@ SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.y
 
 class ConfigError(TrustcalError):
     pass
+
+
+# Where each value came from: the layers of the configuration in increasing precedence, each a
+# name and the mapping it gave, as Snakemake merges them: the workflow's `configfile:` (config.yaml),
+# then every `--configfile X` in order, then `--config`. A message names the layer that set the key.
+ConfigSources = Sequence[tuple[str, Mapping]]
+
+
+def _sets(layer: Mapping, key_path: Sequence) -> bool:
+    """Whether ``layer`` sets the value at ``key_path``: the whole path, or a part of it to a value
+    that is not a mapping (a list or a scalar, which holds the rest)."""
+    node = layer
+    for part in key_path:
+        if not isinstance(node, Mapping):
+            return True
+        if part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def config_source(sources: ConfigSources | None, *key_paths: Sequence, default: str = "config.yaml") -> str:
+    """The name of the layer of ``sources`` with the highest precedence that sets any of
+    ``key_paths`` (e.g. ``("calibration", "t_min")``); ``default`` when none does (a schema default,
+    or no sources known)."""
+    key_paths = [path for path in key_paths if path]  # the top level: set by every layer, named by none
+    for name, layer in reversed(sources or ()):
+        if any(_sets(layer, path) for path in key_paths):
+            return name
+    return default
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
@@ -69,18 +100,21 @@ def _coerce(value, schema: dict, defs: dict | None = None):
     return value
 
 
-def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
+def _describe(error: jsonschema.ValidationError, config_name: str, sources: ConfigSources | None = None) -> str:
     key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
     schema = error.schema
+    path = tuple(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(allowed))
+        config_name = config_source(sources, *(path + (name,) for name in unknown), default=config_name)
         hints = []
         for name in unknown:
             close = difflib.get_close_matches(name, allowed, n=1)
             hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
         where = f" in '{key}'" if error.absolute_path else ""
         return f"{config_name}: unknown key {', '.join(hints)}{where}; allowed keys: {', '.join(allowed)}"
+    config_name = config_source(sources, path, default=config_name)
     if error.validator == "enum":
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed values: " + ", ".join(
             map(str, schema["enum"])
@@ -98,7 +132,7 @@ def _describe(error: jsonschema.ValidationError, config_name: str) -> str:
         # the alternative of the value's own type (a list, a mapping) says what is wrong inside it
         inner = [e for e in error.context if not (e.validator == "type" and e.absolute_path == error.absolute_path)]
         if inner:
-            return _describe(max(inner, key=lambda e: len(e.absolute_path)), config_name)
+            return _describe(max(inner, key=lambda e: len(e.absolute_path)), config_name, sources)
         allowed = schema.get("description", "one of the forms in workflow/schemas/config.schema.yaml")
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed: {allowed}"
     if error.validator == "type":
@@ -115,7 +149,7 @@ def per_dataset(config: dict, key: str, dataset: str):
     return value[dataset] if isinstance(value, dict) else value
 
 
-def _per_dataset_problems(config: dict, config_name: str) -> list[str]:
+def _per_dataset_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
     problems = []
     for key in PER_DATASET_KEYS:
         value = config.get(key)
@@ -124,7 +158,7 @@ def _per_dataset_problems(config: dict, config_name: str) -> list[str]:
         missing = [ds for ds in config["datasets"] if ds not in value]
         if missing:
             problems.append(
-                f"{config_name}: key '{key}' is given per dataset but has no entry for "
+                f"{config_source(sources, (key,), ('datasets',), default=config_name)}: key '{key}' is given per dataset but has no entry for "
                 f"{', '.join(map(repr, missing))}; add one, e.g. {key}: {{{missing[0]}: ...}}"
             )
     seeds = config.get("seeds")
@@ -132,17 +166,21 @@ def _per_dataset_problems(config: dict, config_name: str) -> list[str]:
         distinct = {tuple(seeds[ds]) for ds in config["datasets"] if ds in seeds}
         if len(distinct) > 1:
             problems.append(
-                f"{config_name}: seed_batching: true trains the same seeds for every dataset, but "
+                f"{config_source(sources, ('seed_batching',), ('seeds',), default=config_name)}: seed_batching: true trains the same seeds for every dataset, but "
                 f"'seeds' differs per dataset; give one list, or set seed_batching: false"
             )
     return problems
 
 
-def validate_config(config: dict, schema: dict | None = None, config_name: str = "config.yaml") -> dict:
+def validate_config(
+    config: dict, schema: dict | None = None, config_name: str = "config.yaml", sources: ConfigSources | None = None
+) -> dict:
     """Return ``config`` with defaults filled in, or raise :class:`ConfigError`.
 
     A single dataset or seed given on the command line (``--config seeds=1``)
-    is accepted as a one-element list.
+    is accepted as a one-element list. Each problem names where its value came
+    from: the layer of ``sources`` that set the key (:func:`config_source`:
+    ``--config``, ``--configfile X``, the workflow's config file), else ``config_name``.
     """
     schema = load_schema() if schema is None else schema
     config = copy.deepcopy(dict(config))
@@ -153,12 +191,13 @@ def validate_config(config: dict, schema: dict | None = None, config_name: str =
     _fill_defaults(config, schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    problems = [_describe(e, config_name) for e in errors]
+    problems = [_describe(e, config_name, sources) for e in errors]
     cal = config.get("calibration", {})
     if not problems and cal.get("t_min", 0) >= cal.get("t_max", 1):
-        problems.append(f"{config_name}: calibration.t_min must be smaller than calibration.t_max")
+        name = config_source(sources, ("calibration", "t_min"), ("calibration", "t_max"), default=config_name)
+        problems.append(f"{name}: calibration.t_min must be smaller than calibration.t_max")
     if not problems:
-        problems += _per_dataset_problems(config, config_name)
+        problems += _per_dataset_problems(config, config_name, sources)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
     return config

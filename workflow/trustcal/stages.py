@@ -110,10 +110,9 @@ def calibrate_stage(
             raise TrustcalError(
                 f"{path}: {method} calibration: {exc} (calibration.options.{method}: {options or {}})"
             ) from None
-        if row["at_bound"]:
-            log.warning("%s: temperature hit the search bound (T = %g)", path, row["temperature"])
-        if not row["converged"]:
-            log.warning("%s: the %s fit did not converge in %d iterations", path, method, row["iterations"])
+        for code, text in states[epoch].diagnostics(t_min, t_max):
+            fix = " Fix: widen calibration.t_min/t_max." if code.endswith("at_bound") else ""
+            log.warning("%s: [%s] %s (fitted on the %s split).%s", path, code, text, fit_on, fix)
         rows.append(row)
     df = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
     write_npz(out_states, **save_states(states))
@@ -140,8 +139,7 @@ def load_predictions(
     fitted calibrator's (``calibration/{calibrator}.npz`` files, in the order given)."""
     fitted, files = {}, {}
     for path in calibrators:
-        with np.load(path) as arrays:
-            fitted[calibrator_name(path)] = load_states(arrays)
+        fitted[calibrator_name(path)] = load_states(read_npz(path, None, rule="calibrate"))  # verified
         files[calibrator_name(path)] = path
     for path in sorted(logit_paths, key=epoch_of):
         epoch = epoch_of(path)

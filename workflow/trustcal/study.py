@@ -349,6 +349,197 @@ def wall_time(run_dir: Path) -> str:
     return f"{int(minutes // 60)} h {int(round(minutes % 60))} min" if minutes >= 60 else f"{minutes:.0f} min"
 
 
+# --- What each job cost: results/benchmarks/ ------------------------------------------------------
+
+# Snakemake's benchmark columns (snakemake.benchmark.BenchmarkRecord): s = wall seconds, max_rss = peak
+# resident memory in MiB (bytes / 1024²), cpu_time = user + system CPU seconds of the job and its children.
+BENCHMARK_COLUMNS = ("s", "max_rss", "cpu_time")
+MIB = 1.048576  # MB per MiB: Snakemake's mem_mb counts MB
+COST_COLUMNS = ("rule", "dataset", "seed", "calibrator", "wall_s", "cpu_s", "max_rss_mb", "file")
+COST_SUMS = ("wall_s", "cpu_s")  # summed over jobs; max_rss_mb: a per-job peak, only its max is meaningful
+TOTAL = "total"  # the `rule` / `dataset` of the summary's rows over every rule / dataset
+SEED_RE = re.compile(r"seed(\d+)|seeds")
+
+
+def _benchmark_key(rel: Path) -> dict:
+    """rule, dataset, seed and calibrator of a benchmark file from its path under results/benchmarks/,
+    which mirrors the rule's log path (workflow/rules/*.smk): ``{rule}/{dataset}/seed{seed}/{calibrator}.tsv``,
+    ``{rule}/{dataset}/seed{seed}.tsv``, ``{rule}/{dataset}/seeds.tsv`` (every seed trained together:
+    seed empty), ``{rule}/{dataset}.tsv`` (one job per dataset; ``external/{name}.tsv``: the prediction
+    set's name) and ``{rule}/{rule}.tsv`` (one job for the run)."""
+    rule, *parts = rel.with_suffix("").parts
+    key = {"rule": rule, "dataset": None, "seed": None, "calibrator": None}
+    if parts == [rule]:
+        return key
+    at = next((i for i, p in enumerate(parts) if SEED_RE.fullmatch(p)), None)
+    if at is None:
+        dataset, after = parts[0], parts[1:]
+    else:
+        dataset, after = "/".join(parts[:at]) or None, parts[at + 1 :]
+        key["seed"] = SEED_RE.fullmatch(parts[at]).group(1)
+    if len(after) > 1:
+        raise TrustcalError(
+            f"{Path('benchmarks') / rel}: not a benchmark path of this workflow "
+            "({rule}/{dataset}/seed{seed}[/{calibrator}].tsv); delete it"
+        )
+    key["dataset"] = dataset
+    key["calibrator"] = after[0] if after else None
+    return key
+
+
+def read_costs(results: Path) -> pd.DataFrame:
+    """What every job of a finished run cost, from Snakemake's benchmark files ``results/benchmarks/**/*.tsv``
+    (the ``benchmark:`` of every rule): one row per job with its rule and wildcards (dataset, seed,
+    calibrator; empty where the job has none) and ``wall_s`` (Snakemake's ``s``), ``cpu_s``
+    (``cpu_time``: user + system seconds of the job and its children) and ``max_rss_mb`` (``max_rss``,
+    MiB → MB: comparable with a rule's ``mem_mb``). A job benchmarked with ``repeat()`` counts the mean
+    of its wall and CPU seconds and the largest peak.
+
+    Snakemake samples memory and CPU every 0.5 s for the first 15 s of a job and every 30 s after that:
+    a peak between two samples is missed, and the CPU seconds are those of the last sample (up to 30 s
+    short for a long job); ``NA`` (nothing sampled) is kept as missing.
+    """
+    root = results / "benchmarks"
+    files = sorted(root.rglob("*.tsv"))
+    if not files:
+        raise TrustcalError(
+            f"{root}: no benchmark files ({{rule}}/…/*.tsv); run the workflow (every rule has a "
+            "benchmark:), then read its costs"
+        )
+    rows = []
+    for path in files:
+        rel = path.relative_to(root)
+        rule = rel.parts[0]
+        hint = f"delete it and rerun (snakemake --cores 2 --forcerun {rule})"
+        try:
+            df = pd.read_csv(path, sep="\t", na_values=["NA", "-"])
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise TrustcalError(f"{path}: unreadable benchmark file ({exc}); {hint}.") from None
+        missing = [c for c in BENCHMARK_COLUMNS if c not in df.columns]
+        if missing or df.empty:
+            what = f"missing column(s) {missing}" if missing else "no row"
+            raise TrustcalError(f"{path}: not a Snakemake benchmark file ({what}); {hint}.")
+        values = df[list(BENCHMARK_COLUMNS)].apply(pd.to_numeric, errors="coerce")
+        rows.append(
+            {
+                **_benchmark_key(rel),
+                "wall_s": values["s"].mean(),
+                "cpu_s": values["cpu_time"].mean(),
+                "max_rss_mb": values["max_rss"].max() * MIB,
+                "file": f"benchmarks/{rel.as_posix()}",
+            }
+        )
+    costs = pd.DataFrame(rows, columns=list(COST_COLUMNS))
+    costs["seed"] = pd.to_numeric(costs["seed"]).astype("Int64")
+    return costs.sort_values(["rule", "dataset", "seed", "calibrator"], na_position="first", ignore_index=True)
+
+
+def _sum_measured(values: pd.Series) -> float:
+    """The sum of the measured values; missing when none was measured (not 0)."""
+    return values.sum(min_count=1)
+
+
+def cost_summary(costs: pd.DataFrame) -> pd.DataFrame:
+    """Per rule × dataset, per rule (dataset ``total``), per dataset (rule ``total``) and for the whole
+    run (both ``total``): ``jobs``; the sum and the largest job of ``wall_s`` and ``cpu_s``; the largest
+    ``max_rss_mb``. Sums and maxima are over the jobs measured (a value Snakemake did not sample is left out). A job with no dataset (the verdict) counts in its rule's and the run's rows only.
+
+    The sums are the time the jobs took one after another; the run's wall time is shorter by what ran
+    at once. The maxima are what one job asks for: ``runtime`` ≥ ``wall_s_max`` / 60 and
+    ``mem_mb`` ≥ ``max_rss_mb_max``.
+    """
+    agg = {"jobs": ("wall_s", "size")}
+    for col in COST_SUMS:
+        agg[f"{col}_sum"] = (col, _sum_measured)
+        agg[f"{col}_max"] = (col, "max")
+    agg["max_rss_mb_max"] = ("max_rss_mb", "max")
+    df = costs.assign(dataset=costs["dataset"].fillna(""))
+    parts = [
+        df.groupby(["rule", "dataset"], sort=True).agg(**agg).reset_index(),
+        df.groupby("rule", sort=True).agg(**agg).reset_index().assign(dataset=TOTAL),
+        df[df["dataset"] != ""].groupby("dataset", sort=True).agg(**agg).reset_index().assign(rule=TOTAL),
+        df.assign(rule=TOTAL, dataset=TOTAL).groupby(["rule", "dataset"]).agg(**agg).reset_index(),
+    ]
+    summary = pd.concat(parts, ignore_index=True)[["rule", "dataset", *agg]]
+    summary["dataset"] = summary["dataset"].replace("", None)
+    return summary
+
+
+def _duration(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "–"
+    if seconds >= 3600:
+        return f"{int(seconds // 3600)} h {int(round(seconds % 3600 / 60)):02d} min"
+    if seconds >= 60:
+        return f"{int(seconds // 60)} min {int(round(seconds % 60)):02d} s"
+    return f"{seconds:.1f} s"
+
+
+def cost_lines(summary: pd.DataFrame) -> list[str]:
+    """The markdown account of :func:`cost_summary`: one row per rule (its jobs of every dataset),
+    the total of each dataset and of the run, and how training compares with everything else."""
+    header = ["rule", "jobs", "wall, sum", "wall, largest job", "CPU, sum", "CPU, largest job", "peak memory"]
+
+    def row(r, name):
+        return [
+            name,
+            str(int(r.jobs)),
+            _duration(r.wall_s_sum),
+            _duration(r.wall_s_max),
+            _duration(r.cpu_s_sum),
+            _duration(r.cpu_s_max),
+            "–" if not np.isfinite(r.max_rss_mb_max) else f"{r.max_rss_mb_max:,.0f} MB",
+        ]
+
+    per_rule = summary[(summary["dataset"] == TOTAL) & (summary["rule"] != TOTAL)]
+    per_rule = per_rule.sort_values("wall_s_sum", ascending=False)
+    datasets = summary[(summary["rule"] == TOTAL) & (summary["dataset"] != TOTAL)]
+    total = summary[(summary["rule"] == TOTAL) & (summary["dataset"] == TOTAL)].iloc[0]
+    rows = [row(r, f"`{r.rule}`") for r in per_rule.itertuples()]
+    rows += [row(r, f"all rules, {DATASET_NAMES.get(r.dataset, r.dataset)}") for r in datasets.itertuples()]
+    rows.append(row(total, "**all rules**"))
+    lines = _md_table(header, rows)
+    train = float(per_rule.loc[per_rule["rule"] == "train", "wall_s_sum"].sum())
+    if train > 0:
+        rest = float(total.wall_s_sum) - train
+        lines += [
+            "",
+            f"Job wall time of training (`train`): {_duration(train)}; of every other rule: {_duration(rest)} "
+            f"({rest / train:.2f} × the training).",
+        ]
+    return lines
+
+
+def write_costs(results: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """``out/costs.csv`` (one row per job: :func:`read_costs`), ``out/costs_summary.csv``
+    (:func:`cost_summary`) and ``out/costs.md`` (:func:`cost_lines`) from ``results/benchmarks/``."""
+    costs = read_costs(results)
+    summary = cost_summary(costs)
+    lines = cost_lines(summary)
+    for df, name in ((costs, "costs.csv"), (summary, "costs_summary.csv")):
+        with atomic_path(out / name) as tmp:
+            df.to_csv(tmp, index=False, float_format="%.6g")
+    with atomic_path(out / "costs.md") as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return costs, summary, lines
+
+
+def cost_section(results: Path, out: Path) -> list[str]:
+    """The README's account of what the run's jobs cost (:func:`write_costs`), or why there is none."""
+    if not (results / "benchmarks").is_dir():
+        return ["**Cost per rule.** Not recorded: this run wrote no `results/benchmarks/`.", ""]
+    _, _, lines = write_costs(results, out)
+    return [
+        "**Cost per rule** (Snakemake's `benchmark:` of every job; one row per job in "
+        "[results/study/costs.csv](results/study/costs.csv), sums and maxima per rule and dataset in "
+        "[results/study/costs_summary.csv](results/study/costs_summary.csv); README: Running on a cluster "
+        "says how to size requests from them):",
+        "",
+        *lines,
+        "",
+    ]
+
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:
@@ -465,6 +656,7 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
         "`workflow/study/config.yaml`), on " + machine() + f"; wall time {wall_time(run_dir)} for the whole "
         "workflow, both datasets." + (f" {remark}" if remark else ""),
         "",
+        *cost_section(results, out),
         "**Seeds.** "
         + "; ".join(f"{DATASET_NAMES[ds]}: {len(s)} (seeds {', '.join(map(str, s))})" for ds, s in runs.items())
         + ", 100 epochs each, the paper's protocol "

@@ -20,8 +20,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustcal.calibration.temperature import T_MAX, T_MIN
+from trustcal.calibration.temperature import T_MAX, T_MIN, softmax
 from trustcal.errors import TrustcalError
+from trustcal.numerics import mean_nll
 
 CALIBRATORS: tuple[str, ...] = ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
 
@@ -48,7 +49,9 @@ def check_logits(logits, n_classes: int | None = None) -> np.ndarray:
     if n_classes is not None and z.shape[1] != n_classes:
         raise ValueError(f"the calibrator was fitted on {n_classes} classes, these logits have {z.shape[1]}")
     if not np.isfinite(z).all():
-        raise ValueError("logits must be finite (for probabilities pass log(max(p, tiny)), as trustcal assess does)")
+        raise ValueError(
+            "logits must be finite (for probabilities pass trustcal.numerics.floored_log(p), as trustcal assess does)"
+        )
     return z
 
 
@@ -99,25 +102,59 @@ class Calibrator(ABC):
 
     Subclasses set ``method`` and ``options``, implement :meth:`_fit`, :meth:`predict_proba`,
     :meth:`_arrays` (the fitted parameters) and :meth:`_from_arrays`, and say how many
-    parameters they fitted in :attr:`n_parameters`.
+    parameters they fitted in :attr:`n_parameters`. Those whose family contains the identity
+    map (temperature, vector, matrix, Dirichlet) also implement :meth:`identity`.
+
+    ``identity_fallback`` is True when the fit was rejected for raising the fit split's NLL
+    above the uncalibrated model's and the identity map is used instead (:meth:`fit`).
     """
 
     method: ClassVar[str]
     options: ClassVar[tuple[str, ...]] = ()
+    name: ClassVar[str] = ""  # what the method is called in warnings ("temperature scaling")
 
-    def __init__(self, n_classes: int, *, converged: bool = True, at_bound: bool = False, iterations: int = 0):
+    def __init__(
+        self,
+        n_classes: int,
+        *,
+        converged: bool = True,
+        at_bound: bool = False,
+        iterations: int = 0,
+        identity_fallback: bool = False,
+    ):
         self.n_classes = int(n_classes)
         self.converged = bool(converged)
         self.at_bound = bool(at_bound)
         self.iterations = int(iterations)
+        self.identity_fallback = bool(identity_fallback)
 
     @classmethod
     def fit(cls, logits, labels, *, t_min: float = T_MIN, t_max: float = T_MAX, **options) -> Calibrator:
-        """Fit on N×K logits and N labels in 0..K−1; ``options`` as the method documents."""
+        """Fit on N×K logits and N labels in 0..K−1; ``options`` as the method documents.
+
+        The safeguard of docs/method.md §2.12: for a method whose family contains the identity
+        map, if the fitted map's NLL on these logits (floored as every table's, PROB_FLOOR) exceeds
+        that of softmax(logits) by more than float64 rounding, the identity map is returned instead,
+        with ``identity_fallback`` set (and ``converged``/``iterations`` of the rejected fit)."""
         z = check_logits(logits)
         y = check_labels(labels, len(z), z.shape[1])
         check_bounds(t_min, t_max)
-        return cls._fit(z, y, t_min, t_max, dict(options))
+        cal = cls._fit(z, y, t_min, t_max, dict(options))
+        identity = cls.identity(z.shape[1], converged=cal.converged, iterations=cal.iterations, identity_fallback=True)
+        if identity is not None:
+            raw, fitted = mean_nll(softmax(z), y), mean_nll(cal.predict_proba(z), y)
+            # Rounding of a log-softmax of K terms of size ≤ |z| (row-centred): (K + 2) eps (1 + max |z|) per sample.
+            rounding = (
+                (z.shape[1] + 2) * np.finfo(np.float64).eps * (1 + np.abs(z - z.max(axis=1, keepdims=True)).max())
+            )
+            if fitted > raw + rounding:
+                return identity
+        return cal
+
+    @classmethod
+    def identity(cls, n_classes: int, **flags) -> Calibrator | None:
+        """The member of this method's family that maps logits to softmax(logits) (None if there is none)."""
+        return None
 
     @classmethod
     @abstractmethod
@@ -152,6 +189,7 @@ class Calibrator(ABC):
             "converged": np.array(self.converged),
             "at_bound": np.array(self.at_bound),
             "iterations": np.array(self.iterations, dtype=np.int64),
+            "identity_fallback": np.array(self.identity_fallback),
             **self._arrays(),
         }
 
@@ -163,20 +201,58 @@ class Calibrator(ABC):
         if missing:
             raise ValueError(f"not a '{cls.method}' calibrator's state: {', '.join(sorted(missing))} missing")
         flags = {k: arrays.pop(k).item() for k in ("converged", "at_bound", "iterations")}
+        if "identity_fallback" in arrays:  # states saved before the safeguard have none
+            flags["identity_fallback"] = bool(arrays.pop("identity_fallback").item())
         try:
             return cls._from_arrays(int(arrays.pop("n_classes")), arrays, **flags)
         except KeyError as e:
             raise ValueError(f"not a '{cls.method}' calibrator's state: {e.args[0]} missing") from None
 
     def summary(self) -> dict:
-        """temperature (NaN unless method == 'temperature'), converged, at_bound, iterations, parameters."""
+        """temperature (NaN unless method == 'temperature'), converged, at_bound, iterations, parameters,
+        identity_fallback."""
         return dict(
             temperature=self.temperature,
             converged=self.converged,
             at_bound=self.at_bound,
             iterations=self.iterations,
             parameters=int(self.n_parameters),
+            identity_fallback=self.identity_fallback,
         )
+
+    def bound_detail(self, t_min: float, t_max: float) -> str:
+        """Which parameter is at which bound of [t_min, t_max] (for :meth:`diagnostics`)."""
+        return "a parameter is at a bound"
+
+    def diagnostics(self, t_min: float = T_MIN, t_max: float = T_MAX) -> list[tuple[str, str]]:
+        """(code, sentence) for each way this fit deserves a warning, each sentence naming the calibrator
+        and its state: ``calibrator_identity_fallback``, ``calibrator_not_converged``, and
+        ``temperature_at_bound`` (temperature scaling) or ``calibrator_at_bound`` (a class's scale).
+        The sentences state facts only; the caller adds the fix in its own terms (CLI flags, config keys)."""
+        who = f"calibrator '{self.method}' ({self.name or self.method})"
+        found = []
+        if self.identity_fallback:
+            found.append(
+                (
+                    "calibrator_identity_fallback",
+                    f"{who}: the fitted map raised the NLL of the split it was fitted on above the uncalibrated "
+                    f"model's (after {self.iterations} iterations{'' if self.converged else ', not converged'}), so "
+                    "the identity map is used: its probabilities are the uncalibrated ones",
+                )
+            )
+        if not self.converged and not self.identity_fallback:
+            found.append(
+                (
+                    "calibrator_not_converged",
+                    f"{who} did not converge: the optimiser stopped after {self.iterations} iterations without "
+                    "meeting its tolerance (options max_iter, tol); the map it reached is used, and its NLL on the "
+                    "fit split is no higher than the uncalibrated model's",
+                )
+            )
+        if self.at_bound and not self.identity_fallback:
+            code = "temperature_at_bound" if self.method == "temperature" else "calibrator_at_bound"
+            found.append((code, f"{who}: {self.bound_detail(t_min, t_max)}"))
+        return found
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} method={self.method!r} K={self.n_classes} {self.summary()}>"

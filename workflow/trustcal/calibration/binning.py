@@ -43,6 +43,7 @@ class HistogramBinning(Calibrator):
     """One-vs-rest histogram binning with ``bins`` (default 15) equal-width bins per class."""
 
     method = "histogram"
+    name = "histogram binning"
     options = ("bins",)
 
     def __init__(self, n_classes, values, **flags):
@@ -92,6 +93,7 @@ class IsotonicCalibration(Calibrator):
     """
 
     method = "isotonic"
+    name = "isotonic regression"
 
     def __init__(self, n_classes, x, y, offsets, **flags):
         super().__init__(n_classes, **flags)

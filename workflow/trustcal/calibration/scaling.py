@@ -48,6 +48,7 @@ class NoCalibration(Calibrator):
     """softmax(z): the uncalibrated probabilities, for comparison."""
 
     method = "none"
+    name = "no calibration"
 
     @classmethod
     def _fit(cls, z, y, t_min, t_max, options):
@@ -73,6 +74,7 @@ class TemperatureScaling(Calibrator):
     """softmax(z / T) with T from :func:`fit_temperature` (options ``tol``, ``max_iter`` as there)."""
 
     method = "temperature"
+    name = "temperature scaling"
     options = ("tol", "max_iter")
 
     def __init__(self, n_classes, temperature, **flags):
@@ -86,6 +88,17 @@ class TemperatureScaling(Calibrator):
         no_more_options(cls.method, options, cls.options)
         f = fit_temperature(z, y, t_min=t_min, t_max=t_max, tol=tol, max_iter=max_iter)
         return cls(z.shape[1], f.temperature, converged=f.converged, at_bound=f.at_bound, iterations=f.iterations)
+
+    @classmethod
+    def identity(cls, n_classes, **flags):
+        return cls(n_classes, 1.0, **flags)
+
+    def bound_detail(self, t_min, t_max):
+        t = self._temperature
+        side = "lower bound t_min" if abs(t - t_min) <= abs(t - t_max) else "upper bound t_max"
+        return (
+            f"T = {t:g} is the {side} of the search interval [{t_min:g}, {t_max:g}], and the NLL still falls beyond it"
+        )
 
     @property
     def temperature(self):
@@ -126,6 +139,29 @@ class _LinearScaling(Calibrator):
     @staticmethod
     def features(z: np.ndarray) -> np.ndarray:
         return z
+
+    @classmethod
+    def identity(cls, n_classes, **flags):
+        return cls(n_classes, np.eye(n_classes) if cls.full else np.ones(n_classes), np.zeros(n_classes), **flags)
+
+    def scales(self) -> np.ndarray:
+        """The K per-class scales: W's diagonal, or w."""
+        return np.diag(self.weights).copy() if self.full else self.weights
+
+    def bound_detail(self, t_min, t_max):
+        d, symbol = self.scales(), "W[k,k]" if self.full else "w[k]"
+        slack = 4 * np.finfo(np.float64).eps  # the scales are W'/σ of bounds σ/t: two roundings
+        parts = []
+        for side, bound, at in (
+            ("lower bound 1/t_max", 1 / t_max, d <= (1 / t_max) * (1 + slack)),
+            ("upper bound 1/t_min", 1 / t_min, d >= (1 / t_min) * (1 - slack)),
+        ):
+            if at.any():
+                classes = ", ".join(map(str, np.flatnonzero(at)))
+                parts.append(
+                    f"the scale {symbol} of class{'es' if at.sum() > 1 else ''} {classes} is at its {side} = {bound:g}"
+                )
+        return "; ".join(parts) or "a scale is at a bound of [1/t_max, 1/t_min]"
 
     def _scores(self, x: np.ndarray) -> np.ndarray:
         return (x @ self.weights.T if self.full else x * self.weights) + self.bias
@@ -246,6 +282,7 @@ class VectorScaling(_LinearScaling):
     """softmax(w ∘ z + b) (Guo et al. 2017), unregularised; w_k ∈ [1/t_max, 1/t_min]."""
 
     method = "vector"
+    name = "vector scaling"
     options = ("max_iter", "tol")
     full, odir = False, False
 
@@ -254,6 +291,7 @@ class MatrixScaling(_LinearScaling):
     """softmax(W z + b) (Guo et al. 2017) with ODIR (Kull et al. 2019); W_kk ∈ [1/t_max, 1/t_min]."""
 
     method = "matrix"
+    name = "matrix scaling"
     options = ("odir_lambda", "odir_mu", "max_iter", "tol")
     full, odir = True, True
 
@@ -262,6 +300,7 @@ class DirichletCalibration(_LinearScaling):
     """softmax(W log_softmax(z) + b) (Kull et al. 2019) with ODIR; W_kk ∈ [1/t_max, 1/t_min]."""
 
     method = "dirichlet"
+    name = "Dirichlet calibration"
     options = ("odir_lambda", "odir_mu", "max_iter", "tol")
     full, odir = True, True
 

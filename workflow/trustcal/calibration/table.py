@@ -12,6 +12,7 @@ import numpy as np
 
 from trustcal.calibration.base import Calibrator, calibrator_from_state, fit_calibrator
 from trustcal.calibration.temperature import T_MAX, T_MIN, softmax
+from trustcal.numerics import mean_nll
 
 CALIBRATION_COLUMNS = (
     "epoch",
@@ -26,14 +27,15 @@ CALIBRATION_COLUMNS = (
     "fit_nll_after",
     "iterations",
     "parameters",
+    "identity_fallback",  # the fit raised the fit split's NLL, so the identity map is used (docs/method.md §2.12)
 )
 SPLITS = {"validation": "val", "test": "test"}  # config calibration.fit_on → the logits' key prefix
 
 
-def nll_of_probs(probs: np.ndarray, labels: np.ndarray, eps: float = 1e-12) -> float:
-    """Mean negative log-likelihood of the true labels' probabilities (floored at ``eps``)."""
-    p = np.asarray(probs)[np.arange(len(labels)), np.asarray(labels)]
-    return float(-np.mean(np.log(np.clip(p, eps, 1.0)))) + 0.0  # + 0.0: never -0.0
+def nll_of_probs(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean negative log-likelihood of the true labels' probabilities, floored at
+    :data:`~trustcal.numerics.PROB_FLOOR` (docs/method.md §2.12): the NLL of every table."""
+    return mean_nll(probs, labels)
 
 
 def calibration_row(
@@ -71,12 +73,17 @@ def calibration_row(
         fit_nll_after=fit_after,
         iterations=int(summary["iterations"]),
         parameters=int(summary["parameters"]),
+        identity_fallback=bool(summary["identity_fallback"]),
     )
     return row, cal
 
 
 def save_states(states: dict[int, Calibrator]) -> dict[str, np.ndarray]:
-    """The arrays of ``calibration/{method}.npz``: each epoch's state under ``epochNNN/<name>``."""
+    """The arrays of ``calibration/{method}.npz``: each epoch's state under ``epochNNN/<name>``.
+
+    The stage writes them with :func:`trustcal.files.write_npz` (sealed with a content digest) and
+    reads them back with :func:`trustcal.files.read_npz` (checked against it) before :func:`load_states`.
+    """
     arrays = {}
     for epoch, cal in states.items():
         arrays[f"epoch{epoch:03d}/method"] = np.array(cal.method)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trustcal.measures.trust import TrustParams, cluster_index
+from trustcal.numerics import true_class_nll
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,6 @@ def bootstrap_opinions(
     return dict(belief=r / total, disbelief=s / total, uncertainty=params.weight / total)
 
 
-def _onehot_differences(values: np.ndarray, diff: np.ndarray, idx: np.ndarray, n_bins: int) -> np.ndarray:
-    """N × n_bins matrix with ``diff[i]`` in column ``idx[i]`` (zeros elsewhere)."""
-    out = np.zeros((len(values), n_bins), dtype=np.float32)
-    out[np.arange(len(values)), idx] = diff
-    return out
-
-
 def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, params) -> dict[str, np.ndarray]:
     """The scores of every resample (``counts``: B × N, :func:`resample_counts`), each a length-B array:
     accuracy, mean_confidence, nll, brier, net_trust_score, ece, ece_{M} and ece_mass_{M} for every
@@ -123,30 +117,40 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
     onehot = np.zeros_like(probs)
     onehot[rows, labels] = 1.0
     q = np.where(hit > 0, np.clip(conf, 0, 1) ** params.nts_alpha, (1.0 - np.clip(conf, 0, 1)) ** params.nts_beta)
-    columns = {
-        "accuracy": hit[:, None],
-        "mean_confidence": conf[:, None],
-        "nll": -np.log(np.clip(probs[rows, labels], 1e-12, 1.0))[:, None],
-        "brier": ((probs - onehot) ** 2).sum(axis=1)[:, None],
-        "net_trust_score": q[:, None],
+    per_sample = {  # one column each
+        "accuracy": hit,
+        "mean_confidence": conf,
+        "nll": true_class_nll(probs, labels),
+        "brier": ((probs - onehot) ** 2).sum(axis=1),
+        "net_trust_score": q,
     }
     gap = hit - conf
+    order = np.argsort(conf, kind="stable")  # one sort serves the equal-mass bins, KS and AURC
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = rows  # bin_indices(conf, m, "mass") is rank·m // N
+    binned = []  # (name, bins, bin of each sample, value of each sample): one column per bin
     for m in params.ece_bins:
-        columns[f"ece_{m}"] = _onehot_differences(conf, gap, metrics.bin_indices(conf, m, "width"), m)
-        columns[f"ece_mass_{m}"] = _onehot_differences(conf, gap, metrics.bin_indices(conf, m, "mass"), m)
+        binned.append((f"ece_{m}", m, metrics.bin_indices(conf, m, "width"), gap))
+        binned.append((f"ece_mass_{m}", m, (rank * m) // n, gap))
     l2_bins = getattr(params, "l2_bins", 15)
-    l2_idx = metrics.bin_indices(conf, l2_bins, "mass")
+    l2_idx = (rank * l2_bins) // n
     for name, values in (("count", np.ones(n)), ("conf", conf), ("hit", hit)):
-        columns[f"l2_{name}"] = _onehot_differences(conf, values, l2_idx, l2_bins)
+        binned.append((f"l2_{name}", l2_bins, l2_idx, values))
     m0 = params.ece_bins[0]
+    names = list(per_sample) + [b[0] for b in binned] + ["classwise_ece"]
+    widths = [1] * len(per_sample) + [b[1] for b in binned] + [k * m0]
+    # the N × F matrix of per-sample terms, filled in place (float32, as the counts)
+    features = np.zeros((n, sum(widths)), dtype=np.float32)
+    for column, values in enumerate(per_sample.values()):
+        features[:, column] = values
+    start = len(per_sample)
+    for _, width, idx, values in binned:
+        features[rows, start + idx] = values
+        start += width
     cls_idx = metrics.bin_indices(probs, m0, "width") + m0 * np.arange(k)[None, :]  # one bin set per class
-    classwise = np.zeros((n, k * m0), dtype=np.float32)
-    np.put_along_axis(classwise, cls_idx, (onehot - probs).astype(np.float32), axis=1)
-    columns["classwise_ece"] = classwise
-    names = list(columns)
-    widths = [columns[c].shape[1] for c in names]
-    features = np.concatenate([np.asarray(columns[c], dtype=np.float32) for c in names], axis=1)
-    sums = (counts.astype(np.float32) @ features).astype(np.float64) / n  # B × F: each resample's sums / N
+    features[rows[:, None], start + cls_idx] = onehot - probs
+    # B × F: each resample's sums / N (float32 counts, as resample_counts draws them, are not copied)
+    sums = (np.asarray(counts, dtype=np.float32) @ features).astype(np.float64) / n
     out, start = {}, 0
     for name, width in zip(names, widths):
         block = sums[:, start : start + width]
@@ -161,17 +165,25 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
             out[name] = np.abs(block).sum(axis=1)
     out["ece"] = out[f"ece_{m0}"]
     out["l2_ece"], out["l2_ece_debiased"] = _l2(out.pop("l2_count"), out.pop("l2_conf"), out.pop("l2_hit"), n)
-    # KS and AURC: the resamples' counts in increasing confidence, one row per sample (contiguous
-    # rows of B counts), summed over each group of equal confidences
-    # (cumulative sums over the samples, read at the last sample of each group)
-    order = np.argsort(conf, kind="stable")
-    ends = np.append(conf[order][1:] != conf[order][:-1], True)
-    drawn = np.ascontiguousarray(counts.T)[order]  # N × B
-    walk = np.cumsum(drawn * gap[order, None], axis=0, dtype=np.float64)[ends]  # Σ (hit − conf) so far
-    out["ks_error"] = np.abs(walk).max(axis=0) / n
-    through = np.cumsum(drawn, axis=0, dtype=np.float64)[ends]  # drawn up to each group's end
-    wrong = np.cumsum(drawn * (1.0 - hit[order, None]), axis=0, dtype=np.float64)[ends]
-    out["aurc"], out["eaurc"] = _aurc(through, wrong, n)
+    # KS and AURC: each resample's counts in increasing confidence (a contiguous row of N counts per
+    # resample, so every cumulative sum below runs along memory), summed over each group of equal
+    # confidences (cumulative sums over the samples, read at the last sample of each group)
+    ranked = conf[order]
+    ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))  # last sample of each group
+    ends = None if ends.size == n else ends  # no ties (the usual case): every sample ends its group
+    drawn = np.asarray(counts)[:, order]  # B × N
+    whole = drawn.astype(np.int32)  # the counts are whole numbers: integer sums are exact, and faster
+    missed = whole * (1 - hit[order].astype(np.int32))  # drawn copies of wrong predictions
+
+    def at_ends(running: np.ndarray) -> np.ndarray:
+        return running if ends is None else running[:, ends]
+
+    walk = at_ends(np.cumsum(drawn * gap[order], axis=1, dtype=np.float64))  # Σ (hit − conf) so far
+    out["ks_error"] = np.maximum(walk.max(axis=1), -walk.min(axis=1)) / n
+    through = at_ends(np.cumsum(whole, axis=1, dtype=np.int32))  # drawn up to each group's end
+    wrong = at_ends(np.cumsum(missed, axis=1, dtype=np.int32))  # … and wrong among them
+    rate = None if ends is not None else 1.0 - hit[order]  # without ties a sample's copies are its group
+    out["aurc"], out["eaurc"] = _aurc(through, wrong, n, rate)
     return out
 
 
@@ -188,26 +200,34 @@ def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[n
     return np.sqrt(plugin), np.sqrt(np.maximum(debiased, 0.0))
 
 
-def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _aurc(
+    through: np.ndarray, wrong: np.ndarray, n: int, rate: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """AURC and E-AURC of each resample, as :func:`trustcal.measures.metrics.aurc` computes them,
     from the samples drawn (``through``) and the errors among them (``wrong``) up to the end of each
-    group of equal confidence (groups × B, in increasing confidence).
+    group of equal confidence (B × groups, in increasing confidence; whole numbers). ``rate``: each
+    group's error rate when known beforehand (without ties, a group is one sample's copies, and its
+    rate that sample's miss, 0 or 1), else from the differences of ``wrong`` and ``through``.
 
     Samples are accepted in decreasing confidence; equal confidences form one group whose errors
     spread evenly (the resample's copies of a sample share its confidence, so they join its group).
     A group that starts after s accepted samples with A errors before it, W members and E errors
     adds Σ_{k=s+1}^{s+W} (A + (k − s)·E/W)/k = (A − s·E/W)(H_{s+W} − H_s) + E to Σ_k risk_k, with
-    H the harmonic numbers: O(B·N) for all resamples.
+    H the harmonic numbers: O(B·N) for all resamples, a few passes over B × groups arrays.
     """
-    size = np.diff(through, axis=0, prepend=0.0)
-    errors = np.diff(wrong, axis=0, prepend=0.0)
+    if rate is None:  # an empty group has no error: rate 0 (it adds nothing: H_{s+0} − H_s = 0)
+        size, errors = np.diff(through, axis=1, prepend=0), np.diff(wrong, axis=1, prepend=0)
+        rate = errors / np.maximum(size, 1)
     before = n - through  # accepted before the group: every sample of higher confidence
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
-    h_before = harmonic[before.astype(np.int64)]  # counts are whole numbers, exact in float64
-    # H_{s+W} − H_s: s + W is the s of the previous row (the next-lower confidence; n before the first)
-    steps = -np.diff(h_before, axis=0, prepend=harmonic[n])
-    rate = np.divide(errors, size, out=np.zeros_like(errors), where=size > 0)  # an empty group adds 0
-    area = (((wrong[-1] - wrong) - before * rate) * steps + errors).sum(axis=0) / n
-    e = np.rint(wrong[-1]).astype(np.int64)  # errors of each resample
+    h_before = harmonic[before]
+    # H_{s+W} − H_s: s + W is the s of the previous group (the next-lower confidence; n before the first)
+    steps = np.empty(h_before.shape)
+    steps[:, 0] = harmonic[n] - h_before[:, 0]
+    np.subtract(h_before[:, :-1], h_before[:, 1:], out=steps[:, 1:])
+    total = wrong[:, -1]  # errors of each resample (Σ_groups E)
+    coefficient = (total[:, None] - wrong) - before * rate  # A − s·E/W of each group
+    area = (np.einsum("bg,bg->b", coefficient, steps) + total) / n
+    e = total.astype(np.int64)
     optimal = (e - (n - e) * (harmonic[n] - harmonic[n - e])) / n  # every error ranked last
     return area, area - optimal

@@ -50,6 +50,7 @@ from trustcal.measures.calibration_errors import (
     smece,
     smooth_ece,
 )
+from trustcal.numerics import mean_nll
 
 __all__ = [
     "accuracy",
@@ -156,11 +157,11 @@ def accuracy(probs, labels) -> float:
     return float(np.mean(np.argmax(probs, axis=1) == labels))
 
 
-def nll(probs, labels, eps: float = 1e-12) -> float:
-    """Mean negative log-likelihood −(1/N) Σ_i log max(p_{i,y_i}, eps) (docs/method.md §5)."""
+def nll(probs, labels) -> float:
+    """Mean negative log-likelihood −(1/N) Σ_i log max(p_{i,y_i}, PROB_FLOOR) (docs/method.md §5, §2.12):
+    the floor of every calibrator's fit, float64 eps as in scikit-learn's ``log_loss``."""
     probs, labels = _check(probs, labels)
-    p_true = probs[np.arange(len(labels)), labels]
-    return float(-np.mean(np.log(np.clip(p_true, eps, 1.0))))
+    return mean_nll(probs, labels)
 
 
 def brier(probs, labels) -> float:

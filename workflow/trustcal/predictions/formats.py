@@ -2,13 +2,18 @@
 
 Formats (detected from the file name, then the contents; gzip is read as is):
 
-- CSV/TSV/whitespace text: one column per class, in class order, plus a label
-  column (``True Label``, ``label``, ``y``, … or ``label_column``). A file
-  whose first line is all numbers has no header; its last column is the label.
+- CSV/TSV/whitespace text: one column per class plus a label column (``True Label``,
+  ``label``, ``y``, … or ``label_column``). Named columns are matched to the classes by
+  name (:mod:`trustcal.predictions.classes`). A file whose first line is all numbers has
+  no header; its last column is the label.
+- Parquet and Feather (through pandas and pyarrow, the ``parquet`` extra): the same columns as a CSV.
 - ``.npz``: ``probs`` (or ``logits``) and ``labels``; optionally
   ``val_logits``/``val_labels`` (the workflow's logits files use
   ``test_logits``/``test_labels`` and are read too).
 - ``.npy``: the N×K array alone; the labels come from a separate file.
+
+One column (CSV) or a 1-D array holds a binary classifier's P(y = positive) or its score
+(``decision_function``); labels may be class names (strings) as well as indices.
 
 :class:`ReadOptions` says how to read them; its field names are the CLI flags and config keys.
 """
@@ -36,7 +41,9 @@ from trustcal.predictions.errors import (
 
 # --------------------------------------------------------------------------- options
 
-FORMATS = ("auto", "csv", "npz", "npy")
+FORMATS = ("auto", "csv", "npz", "npy", "parquet", "feather")
+PARQUET_EXTRA = "pip install 'trustcal[parquet]'"
+ARROW_SUFFIXES = ((".parquet", "parquet"), (".pq", "parquet"), (".feather", "feather"), (".arrow", "feather"))
 KINDS = ("auto", "probs", "logits")
 # Matched against the file name without its extensions (``bef_10.csv.gz`` → ``bef_10``):
 # the last number is the epoch; a word before/after/bef/aft/uncalibrated/calibrated
@@ -65,6 +72,7 @@ class ReadOptions:
     sum_tolerance: float = 1e-3
     renormalize: bool = False
     num_classes: int | None = None
+    positive_class: str | None = None  # binary predictions (one column): the class they are about; None: auto
 
     def __post_init__(self):
         if self.format not in FORMATS:
@@ -73,6 +81,8 @@ class ReadOptions:
             raise PredictionError(f"kind {self.kind!r} is unknown; expected one of {', '.join(KINDS)}")
         if not (self.sum_tolerance > 0 and math.isfinite(self.sum_tolerance)):
             raise PredictionError(f"sum tolerance must be a positive number (got {self.sum_tolerance})")
+        if self.positive_class is not None and not isinstance(self.positive_class, str):
+            object.__setattr__(self, "positive_class", str(self.positive_class))  # a number in config.yaml
         if self.num_classes is not None and self.num_classes < 2:
             raise PredictionError(f"number of classes must be ≥ 2 (got {self.num_classes})")
         name_regex(self.name_pattern)
@@ -131,13 +141,23 @@ def detect_format(path: str | Path, data: bytes, forced: str = "auto") -> str:
         return forced
     name = Path(path).name.lower()
     name = name[:-3] if name.endswith(".gz") else name
-    for suffix, fmt in ((".npz", "npz"), (".npy", "npy"), (".csv", "csv"), (".tsv", "csv"), (".txt", "csv")):
+    for suffix, fmt in ARROW_SUFFIXES + (
+        (".npz", "npz"),
+        (".npy", "npy"),
+        (".csv", "csv"),
+        (".tsv", "csv"),
+        (".txt", "csv"),
+    ):
         if name.endswith(suffix):
             return fmt
     if data[:2] == b"PK":
         return "npz"
     if data[:6] == b"\x93NUMPY":
         return "npy"
+    if data[:4] == b"PAR1":
+        return "parquet"
+    if data[:6] == b"ARROW1":
+        return "feather"
     return "csv"
 
 
@@ -146,13 +166,14 @@ class Table:
     """Numbers read from one file, with what is needed to point at a cell in messages."""
 
     path: Path
-    values: np.ndarray  # N×K float64: probabilities or logits
+    values: np.ndarray  # N×K float64: probabilities or logits; N (one column): a binary classifier's
     kind: str  # probs, logits or auto (decided from the values)
-    labels: np.ndarray | None  # N float64, checked later
+    labels: np.ndarray | None  # N float64, or N class names (object array of str); checked later
     where: Callable[[int, int | None], str]  # (row, column or None) → "line 7, column 'x'"
     label_where: Callable[[int], str] | None = None
     label_path: Path | None = None
     val: Table | None = None
+    columns: list[str] | None = None  # the value columns' names as written in a header (None: no header)
 
 
 def _array_where(key: str):
@@ -165,25 +186,31 @@ def _numeric_array(path: Path, arr: np.ndarray, key: str, ndim: int) -> np.ndarr
             f"{path}: array '{key}' holds {arr.dtype} values; expected numbers. "
             "Fix: save a float array (probabilities or logits) and an integer label array."
         )
-    if ndim == 2 and arr.ndim != 2:
+    if ndim == 2 and arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]  # one column: a binary classifier's P(y = positive) or score
+    if ndim == 2 and arr.ndim not in (1, 2):
         raise ColumnError(
-            f"{path}: array '{key}' has shape {arr.shape}; expected N×K (one row per sample, one column per class). "
-            "Fix: save the predictions as a 2-D array."
+            f"{path}: array '{key}' has shape {arr.shape}; expected N×K (one row per sample, one column per class) "
+            "or N (a binary classifier's P(y = 1) or score). Fix: save the predictions as a 2-D array."
         )
     if len(arr) == 0:
         raise UnreadableFile(
             f"{path}: array '{key}' has no rows; expected one row per sample. Fix: export the predictions again."
         )
-    if ndim == 2 and arr.shape[1] < 2:
+    if ndim == 2 and arr.ndim == 2 and arr.shape[1] == 0:
         raise ColumnError(
-            f"{path}: array '{key}' has shape {arr.shape}; expected one column per class (at least 2). "
-            "Fix: save the full N×K matrix of probabilities or logits."
+            f"{path}: array '{key}' has shape {arr.shape}; expected one column per class (at least 2), or one "
+            "column for a binary classifier. Fix: save the full N×K matrix of probabilities or logits."
         )
     return arr.astype(np.float64)
 
 
 def _labels_array(path: Path, arr: np.ndarray, key: str, n_classes: int | None = None) -> np.ndarray:
     arr = np.asarray(arr)
+    if arr.dtype.kind in "USO" and arr.ndim == 1 and len(arr):  # class names
+        if arr.dtype.kind == "S":
+            arr = np.char.decode(arr, "utf-8", errors="replace")
+        return name_labels(path, arr.astype(object), lambda r: f"array '{key}', row {r}")
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     elif arr.ndim == 2 and n_classes is not None and arr.shape[1] == n_classes and arr.dtype.kind in "biuf":
@@ -235,8 +262,9 @@ def read_npz(path: Path, data: bytes, opts: ReadOptions) -> Table:
     values = _numeric_array(path, arrays[key], key, 2)
     label_key = _first_key(arrays, LABEL_KEYS)
     table = Table(path, values, kind, None, _array_where(key))
+    k = values.shape[1] if values.ndim == 2 else 2
     if label_key is not None and not opts.labels:
-        table.labels = _labels_array(path, arrays[label_key], label_key, values.shape[1])
+        table.labels = _labels_array(path, arrays[label_key], label_key, k)
         table.label_where = _array_where(label_key)
     elif not opts.labels:
         raise ColumnError(
@@ -251,7 +279,7 @@ def read_npz(path: Path, data: bytes, opts: ReadOptions) -> Table:
         )
     if vkey is not None:
         val = Table(path, _numeric_array(path, arrays[vkey], vkey, 2), vkey[4:], None, _array_where(vkey))
-        val.labels = _labels_array(path, arrays["val_labels"], "val_labels", values.shape[1])
+        val.labels = _labels_array(path, arrays["val_labels"], "val_labels", k)
         val.label_where = _array_where("val_labels")
         table.val = val
     return table
@@ -309,7 +337,7 @@ def read_text_table(path: Path, data: bytes):
     except UnicodeDecodeError:
         raise UnreadableFile(
             f"{path}: not a text file (not UTF-8); expected a CSV with one probability column per class and a label "
-            "column. Fix: pass --format npz or npy if it is a NumPy file, or export it as CSV."
+            "column. Fix: pass --format npz, npy, parquet or feather if it is one of those, or export it as CSV."
         ) from None
     lines = re.split(r"\r\n|\r|\n", text)  # line ends as pandas sees them (not str.splitlines)
     numbered = [i + 1 for i, line in enumerate(lines) if line.strip()]  # file line of each non-blank line
@@ -318,6 +346,7 @@ def read_text_table(path: Path, data: bytes):
             f"{path}: the file holds only blank space; expected one row per sample with one probability per "
             "class and the label. Fix: export the predictions again."
         )
+    _check_decimal_commas(path, lines, numbered)
     first = lines[numbered[0] - 1]
     sep = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else _sniff_sep(first)
     header = not all(_is_number(f.strip()) for f in _split_line(first, sep) if f.strip() != "")
@@ -354,7 +383,22 @@ def read_text_table(path: Path, data: bytes):
     return df, header, line_of, sep
 
 
-def _numeric_column(path: Path, df, column: str, line_of, hint: str) -> np.ndarray:
+DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+([eE][-+]?\d+)?\s*$")
+DECIMAL_COMMA_FIX = (
+    "export with a decimal point (e.g. pandas' to_csv(decimal='.'), or a spreadsheet in an English locale)"
+)
+
+
+def _decimal_comma_hint(cell: str) -> str:
+    return (
+        f" {cell.strip()!r} looks like a number with a decimal comma; {DECIMAL_COMMA_FIX}."
+        if DECIMAL_COMMA.match(cell)
+        else ""
+    )
+
+
+def _numeric_column(path: Path, df, column: str, at, hint: str) -> np.ndarray:
+    """The column as float64; ``at(row)`` says where a row is (``line 7``, ``row 6``)."""
     import pandas as pd
 
     col = df[column]
@@ -365,13 +409,43 @@ def _numeric_column(path: Path, df, column: str, line_of, hint: str) -> np.ndarr
         bad = parsed.isna().to_numpy() & col.notna().to_numpy()
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
+            cell = str(col.iloc[row])
             raise CellError(
-                f"{path}: line {line_of(row)}, column '{column}': {str(col.iloc[row])!r} is not a number; "
-                f"expected {hint}. Fix: correct that cell"
+                f"{path}: {at(row)}, column '{column}': {cell!r} is not a number; "
+                f"expected {hint}.{_decimal_comma_hint(cell)} Fix: correct that cell"
                 + (", or choose the probability columns with --prob-columns REGEX." if "probability" in hint else ".")
             )
         col = parsed
     return col.to_numpy(dtype=np.float64)
+
+
+def name_labels(path: Path, arr, where) -> np.ndarray:
+    """Labels given as class names: an object array of stripped strings (numbers: float64)."""
+    texts = [None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x).strip() for x in arr]
+    empty = [i for i, t in enumerate(texts) if not t]
+    if empty:
+        raise CellError(
+            f"{path}: {where(empty[0])}: empty label ({len(empty)} such label(s)); expected a class index or name. "
+            "Fix: every sample needs its true label; drop unlabelled rows."
+        )
+    if all(_is_number(t) for t in texts):
+        return np.array([float(t) for t in texts])
+    return np.array(texts, dtype=object)
+
+
+def _label_values(path: Path, df, column: str, at) -> np.ndarray:
+    """The labels: numbers (class indices), or class names when no cell is a number.
+
+    A column mixing numbers and text is a typo, not names: the first text cell is an error."""
+    import pandas as pd
+
+    col = df[column]
+    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return col.to_numpy(dtype=np.float64)
+    parsed = pd.to_numeric(col, errors="coerce")
+    if parsed.notna().any() or col.isna().all():
+        return _numeric_column(path, df, column, at, "an integer class index or a class name")
+    return name_labels(path, col.to_numpy(dtype=object), lambda r: f"{at(r)}, column '{column}'")
 
 
 def _norm(name: str) -> str:
@@ -404,8 +478,10 @@ def _label_column(path: Path, columns: list[str], header: bool, opts: ReadOption
     )
 
 
-def read_csv(path: Path, data: bytes, opts: ReadOptions) -> Table:
-    df, header, line_of, _ = read_text_table(path, data)
+def read_frame(path: Path, df, header: bool, at, opts: ReadOptions) -> Table:
+    """Predictions (and labels) from a table of columns (a CSV, Parquet or Feather file).
+
+    ``at(row)`` says where a row is in messages (``line 7`` in a CSV, ``row 6`` in Parquet)."""
     columns = list(df.columns)
     label = _label_column(path, columns, header, opts, required=not opts.labels)
     if opts.prob_columns is not None:
@@ -419,30 +495,79 @@ def read_csv(path: Path, data: bytes, opts: ReadOptions) -> Table:
     else:
         # every column but the label (and an unnamed index column written by DataFrame.to_csv)
         probs = [c for c in columns if c != label and not (header and re.fullmatch(r"Unnamed: 0|", c))]
-    if len(probs) < 2:
+    if not probs:
         raise ColumnError(
-            f"{path}: {len(probs)} probability column(s) {probs}; expected one column per class (at least 2) "
-            f"and the label column. Fix: check the separator and the header"
+            f"{path}: no probability columns; expected one column per class (or one column P(y = 1) of a binary "
+            f"classifier) and the label column. Fix: check the separator and the header"
             + (", or pass --prob-columns REGEX." if header else ".")
         )
     values = np.column_stack(
-        [_numeric_column(path, df, c, line_of, "a probability or logit (a decimal number)") for c in probs]
+        [_numeric_column(path, df, c, at, "a probability or logit (a decimal number)") for c in probs]
     )
     table = Table(
         path,
-        values,
+        values[:, 0] if len(probs) == 1 else values,
         opts.kind,
         None,
-        lambda r, c=None: f"line {line_of(r)}" + ("" if c is None else f", column '{probs[c]}'"),
+        lambda r, c=None: at(r) + ("" if c is None else f", column '{probs[c]}'"),
+        columns=probs if header else None,
     )
     if label is not None and not opts.labels:
-        table.labels = _numeric_column(path, df, label, line_of, "an integer class index")
-        table.label_where = lambda r: f"line {line_of(r)}, column '{label}'"
+        table.labels = _label_values(path, df, label, at)
+        table.label_where = lambda r: f"{at(r)}, column '{label}'"
     return table
 
 
+def _check_decimal_commas(path: Path, lines: list[str], numbered: list[int]) -> None:
+    """A hint for decimal commas (``0,25;0,75``): the first two lines hold a cell such as ``0,25``."""
+    for line_no in numbered[:2]:
+        fields = re.split(r"[;\t]", lines[line_no - 1]) if re.search(r"[;\t]", lines[line_no - 1]) else []
+        fields += next(csv.reader([lines[line_no - 1]]), [])  # quoted "0,25" in a comma-separated line
+        cell = next((f for f in fields if DECIMAL_COMMA.match(f.strip('"'))), None)
+        if cell is not None:
+            raise CellError(
+                f"{path}: line {line_no}: {cell.strip()!r} looks like a number with a decimal comma; expected a "
+                f"decimal point. Fix: {DECIMAL_COMMA_FIX}."
+            )
+
+
+def read_csv(path: Path, data: bytes, opts: ReadOptions) -> Table:
+    df, header, line_of, _ = read_text_table(path, data)
+    return read_frame(path, df, header, lambda r: f"line {line_of(r)}", opts)
+
+
+def _arrow_frame(path: Path, data: bytes, fmt: str):
+    """A Parquet or Feather file as a DataFrame (pandas through pyarrow)."""
+    import pandas as pd
+
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise UnreadableFile(
+            f"{path}: a {fmt.capitalize()} file; reading it needs pyarrow, which is not installed. "
+            f"Fix: {PARQUET_EXTRA} (or export the predictions as CSV)."
+        ) from None
+    try:
+        reader = pd.read_parquet if fmt == "parquet" else pd.read_feather
+        df = reader(io.BytesIO(data))
+    except Exception as exc:  # any failure to parse the file means it is unreadable
+        raise UnreadableFile(
+            f"{path}: unreadable or truncated {fmt.capitalize()} file ({type(exc).__name__}: {exc}). "
+            f"Fix: write it again (DataFrame.to_{fmt}(path)), or pass --format if it is another format."
+        ) from None
+    if len(df) == 0:
+        raise UnreadableFile(f"{path}: the table has no rows; expected one row per sample. Fix: export it again.")
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def read_arrow(path: Path, data: bytes, opts: ReadOptions, fmt: str) -> Table:
+    """Parquet or Feather: named columns as in a CSV; rows counted from 0 in messages."""
+    return read_frame(path, _arrow_frame(path, data, fmt), True, lambda r: f"row {r}", opts)
+
+
 def read_labels_file(path: str | Path, opts: ReadOptions) -> tuple[np.ndarray, Callable[[int], str]]:
-    """Labels from their own file: .npy, .npz (``labels``) or text with one label per line."""
+    """Labels from their own file: .npy, .npz (``labels``), Parquet/Feather or text with one label per line."""
     path = Path(path)
     data = read_bytes(path)
     fmt = detect_format(path, data)
@@ -456,7 +581,11 @@ def read_labels_file(path: str | Path, opts: ReadOptions) -> tuple[np.ndarray, C
                 f"{path}: no 'labels' array (found {sorted(arrays)}). Fix: save numpy.savez(path, labels=y)."
             )
         return _labels_array(path, arrays[key], key), _array_where(key)
-    df, header, line_of, _ = read_text_table(path, data)
+    if fmt in ("parquet", "feather"):
+        df, header, at = _arrow_frame(path, data, fmt), True, lambda r: f"row {r}"
+    else:
+        df, header, line_of, _ = read_text_table(path, data)
+        at = lambda r: f"line {line_of(r)}"  # noqa: E731
     columns = list(df.columns)
     if len(columns) == 1:
         column = columns[0]
@@ -467,7 +596,7 @@ def read_labels_file(path: str | Path, opts: ReadOptions) -> tuple[np.ndarray, C
                 f"{path}: {len(columns)} columns; expected a single column of labels (one integer per line). "
                 "Fix: write only the labels, one per line."
             )
-    return _numeric_column(path, df, column, line_of, "an integer class index"), lambda r: f"line {line_of(r)}"
+    return _label_values(path, df, column, at), at
 
 
 def read_table(path: str | Path, opts: ReadOptions) -> Table:
@@ -479,4 +608,6 @@ def read_table(path: str | Path, opts: ReadOptions) -> Table:
         return read_npz(path, data, opts)
     if fmt == "npy":
         return read_npy(path, data, opts)
+    if fmt in ("parquet", "feather"):
+        return read_arrow(path, data, opts, fmt)
     return read_csv(path, data, opts)

@@ -16,7 +16,7 @@ from trustcal.predictions.errors import SeriesError, UnreadableFile
 from trustcal.predictions.formats import DEFAULT_NAME_PATTERN, ReadOptions, name_regex
 
 AFTER_WORDS = ("after", "aft", "calibrated")
-PRED_SUFFIXES = (".csv", ".tsv", ".txt", ".npz", ".npy")
+PRED_SUFFIXES = (".csv", ".tsv", ".txt", ".npz", ".npy", ".parquet", ".pq", ".feather", ".arrow")
 
 
 @dataclass(frozen=True)

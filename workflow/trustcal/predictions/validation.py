@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from trustcal.calibration.temperature import softmax
+from trustcal.predictions.classes import class_map, transposed_hint
 from trustcal.predictions.errors import (
     CellError,
     ColumnError,
@@ -34,6 +35,8 @@ from trustcal.predictions.series import PredictionFile
 
 RANGE_TOL = 1e-6  # probabilities this far outside [0, 1] are float rounding, clipped
 DOUBLE_SOFTMAX_TOL = 1e-5
+PROBS_SHARE = 0.99  # kind auto: at least this share of rows reads as probabilities → probabilities
+LOGITS_SHARE = 0.5  # at most this share → logits; in between: ambiguous, an error asking for the kind
 DOUBLE_SOFTMAX_FRACTION = 0.5  # warn when at least this fraction of rows is that flat (K ≥ 3: for K = 2
 # the bound e/(e+1) = 0.73 is too loose to tell a double softmax from an unsure model)
 
@@ -84,9 +87,60 @@ def check_labels(labels: np.ndarray, k: int, path: Path, where) -> np.ndarray:
     return labels.astype(np.int64)
 
 
+def _probability_rows(values: np.ndarray, opts: ReadOptions) -> np.ndarray:
+    """Rows that read as probabilities: every value in [0, 1] (a binary column: the value), or
+    (K ≥ 2) summing to 1 within the tolerance."""
+    in_range = ((values >= -RANGE_TOL) & (values <= 1 + RANGE_TOL)).all(axis=1)
+    if values.shape[1] == 1:
+        return in_range
+    return in_range | (np.abs(values.sum(axis=1) - 1) <= opts.sum_tolerance)
+
+
+def detect_kind(values: np.ndarray, opts: ReadOptions, path: Path, where, warn: Warn) -> str:
+    """``probs`` or ``logits`` from the share of rows that read as probabilities (:func:`_probability_rows`).
+
+    At least :data:`PROBS_SHARE` of the rows: probabilities (a bad cell among them is then an error
+    naming it); at most :data:`LOGITS_SHARE`: logits (with a warning); in between the file is
+    ambiguous, an error asking for the kind. One extreme cell cannot flip a file of 100 rows or more.
+    ``values`` is N×K (one column for a binary classifier)."""
+    ok = _probability_rows(values, opts)
+    n, share = len(ok), float(ok.mean())
+    if share >= PROBS_SHARE:
+        return "probs"
+    outside = (values < -RANGE_TOL) | (values > 1 + RANGE_TOL)
+    if share <= LOGITS_SHARE:
+        binary = values.shape[1] == 1
+        warn(
+            InputWarning(
+                "logits_as_probabilities",
+                str(path),
+                f"{int(outside.sum())} values lie outside [0, 1] (min {values.min():.4g}, max {values.max():.4g})"
+                + (
+                    ": they look like a binary classifier's scores (decision_function), so they were read as the "
+                    "logit of the positive class (P = sigmoid(score))."
+                    if binary
+                    else " and the rows do not sum to 1: they look like logits passed as probabilities, so they were "
+                    "read as logits and turned into probabilities with a softmax."
+                )
+                + " Fix: pass --kind logits to confirm (this warning goes away)"
+                + (", or export the probabilities." if binary else ", or export the softmax probabilities."),
+            )
+        )
+        return "logits"
+    loc = _first(outside | ~ok[:, None])
+    raise ProbabilityError(
+        f"{path}: cannot tell probabilities from logits: {int(ok.sum())} of {n} rows read as probabilities and "
+        f"{n - int(ok.sum())} do not (the first: {where(*loc)}: {values[loc]:.6g}). Fix: pass --kind probs (the "
+        "other rows are then errors naming their cells) or --kind logits."
+    )
+
+
 def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.ndarray, np.ndarray | None]:
-    """(probabilities, logits or None) after checking every value of ``table``."""
-    values, path, where = table.values, table.path, table.where
+    """(probabilities, logits or None) after checking every value of ``table``; N×K, in column order
+    (a binary classifier's single column stays one column: :class:`~trustcal.predictions.classes.ClassMap`
+    makes it two)."""
+    path, where = table.path, table.where
+    values = table.values.reshape(len(table.values), -1)
     _check_finite(
         values,
         path,
@@ -94,24 +148,9 @@ def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.nd
         "a finite probability or logit",
         "repair the export (NaN: a missing value or a diverged model; ±inf: an overflow) or drop those rows.",
     )
-    kind = table.kind
-    if kind == "auto":
-        kind = "probs"
-        outside = (values < -RANGE_TOL) | (values > 1 + RANGE_TOL)
-        if outside.any() and not (np.abs(values.sum(axis=1) - 1) <= opts.sum_tolerance).all():
-            kind = "logits"
-            warn(
-                InputWarning(
-                    "logits_as_probabilities",
-                    str(path),
-                    f"{int(outside.sum())} values lie outside [0, 1] (min {values.min():.4g}, max {values.max():.4g}) "
-                    "and the rows do not sum to 1: they look like logits passed as probabilities, so they were read as "
-                    "logits and turned into probabilities with a softmax. Fix: pass --kind logits to confirm (this "
-                    "warning goes away), or export the softmax probabilities.",
-                )
-            )
+    kind = table.kind if table.kind != "auto" else detect_kind(values, opts, path, where, warn)
     if kind == "logits":
-        return softmax(values), values
+        return (softmax(values) if values.shape[1] > 1 else values), values
     for mask, what in ((values < -RANGE_TOL, "negative"), (values > 1 + RANGE_TOL, "greater than 1")):
         if mask.any():
             loc = _first(mask)
@@ -121,6 +160,8 @@ def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.nd
                 "pass --kind logits."
             )
     probs = np.clip(values, 0.0, 1.0)
+    if probs.shape[1] == 1:
+        return probs, None
     sums = probs.sum(axis=1)
     off = np.abs(sums - 1) > opts.sum_tolerance
     if off.any():
@@ -213,6 +254,7 @@ class Loaded:
     val_probs: np.ndarray | None = None
     val_labels: np.ndarray | None = None
     val_logits: np.ndarray | None = None
+    names: tuple[str, ...] | None = None  # the classes' names in class order (None: the indices 0 … K−1)
 
     @property
     def classes(self) -> int:
@@ -223,45 +265,76 @@ def _attach_labels(table: Table, opts: ReadOptions) -> None:
     if opts.labels:
         table.labels, table.label_where = read_labels_file(opts.labels, opts)
         table.label_path = Path(opts.labels)
+    check_lengths(table, "predictions")
+
+
+def check_lengths(table: Table, what: str) -> None:
+    """One label per row, or a :class:`LengthMismatch` (with a hint when the array looks transposed)."""
     if len(table.labels) != len(table.values):
         lp = table.label_path or table.path
         raise LengthMismatch(
-            f"{table.path}: {len(table.values)} rows of predictions but {lp}: {len(table.labels)} labels; "
+            f"{table.path}: {len(table.values)} rows of {what} but {lp}: {len(table.labels)} labels; "
             "expected one label per row. Fix: pass the labels of the same samples, in the same order."
+            + transposed_hint(table.values.shape, len(table.labels))
         )
 
 
-def check_table(table: Table, opts: ReadOptions, warn, k: int | None = None):
-    """(probs, labels, logits) of a read table after every check."""
-    if k is not None and table.values.shape[1] != k:
+def _aligned(probs, logits, labels, names, target, path: Path):
+    """The validation classes put in the order of the test classes (``target``) when both are named."""
+    if names == target:
+        return probs, logits, labels
+    if names is None or target is None or sorted(names) != sorted(target):
+        raise LabelError(
+            f"{path}: the validation classes ({', '.join(names) if names else 'indices 0 … K−1'}) differ from the "
+            f"test classes ({', '.join(target) if target else 'indices 0 … K−1'}); expected the same classes. "
+            "Fix: write both with the same column names and the same kind of labels."
+        )
+    order = np.array([names.index(c) for c in target])
+    rank = np.argsort(order)  # validation class i is test class rank[i]
+    return probs[:, order], None if logits is None else logits[:, order], rank[labels]
+
+
+def check_table(table: Table, opts: ReadOptions, warn, k: int | None = None, names=False):
+    """(probs, labels, logits, class names) of a read table after every check: the columns matched to the
+    classes (:func:`~trustcal.predictions.classes.class_map`: by name, a binary column made two).
+    ``names`` (the test classes' names, for validation data): the classes are put in that order."""
+    label_path = table.label_path or table.path
+    cmap = class_map(
+        table.values, table.labels, table.columns, table.path, label_path, table.label_where, opts.positive_class
+    )
+    probs, logits = to_probabilities(table, opts, warn)
+    if cmap.positive is not None:  # a binary classifier's column
+        logits = None if logits is None else cmap.apply(logits[:, 0], "logits")
+        probs = softmax(logits) if logits is not None else cmap.apply(probs[:, 0], "probs")
+    elif cmap.order is not None:
+        probs, logits = cmap.apply(probs, "probs"), None if logits is None else cmap.apply(logits, "logits")
+    if k is not None and probs.shape[1] != k:
         raise ColumnError(
-            f"{table.path}: {table.values.shape[1]} probability columns; expected {k} (one per class). "
+            f"{table.path}: {probs.shape[1]} probability columns; expected {k} (one per class). "
             "Fix: export every class's probability" + (", or correct --num-classes." if opts.num_classes else ".")
         )
-    probs, logits = to_probabilities(table, opts, warn)
-    labels = check_labels(table.labels, probs.shape[1], table.label_path or table.path, table.label_where)
-    return probs, labels, logits
+    labels = check_labels(cmap.labels, probs.shape[1], label_path, table.label_where)
+    if names is not False:
+        probs, logits, labels = _aligned(probs, logits, labels, cmap.names, names, table.path)
+        return probs, labels, logits, names
+    return probs, labels, logits, cmap.names
 
 
 def load(file: PredictionFile, opts: ReadOptions, warn: Warn) -> Loaded:
     """Read and check one prediction file (plus --labels and --validation when given)."""
     table = read_table(file.path, opts)
     _attach_labels(table, opts)
-    probs, labels, logits = check_table(table, opts, warn, opts.num_classes)
+    probs, labels, logits, names = check_table(table, opts, warn, opts.num_classes)
     suspicious(probs, labels, file.path, warn)
-    out = Loaded(file, probs, labels, logits)
+    out = Loaded(file, probs, labels, logits, names=names)
     val = table.val
     if opts.validation:
         val = read_table(opts.validation, replace(opts, labels=None))
         if val.val is not None:  # an .npz with val_* arrays given as --validation
             val = val.val
     if val is not None:
-        if len(val.labels) != len(val.values):
-            raise LengthMismatch(
-                f"{val.path}: {len(val.values)} rows of validation predictions but {len(val.labels)} labels; "
-                "expected one label per row. Fix: save the validation labels of the same samples."
-            )
-        out.val_probs, out.val_labels, out.val_logits = check_table(val, opts, warn, probs.shape[1])
+        check_lengths(val, "validation predictions")
+        out.val_probs, out.val_labels, out.val_logits, _ = check_table(val, opts, warn, probs.shape[1], names)
     return out
 
 
@@ -273,6 +346,12 @@ def load_series(files: list[PredictionFile], opts: ReadOptions, warn: Warn) -> l
             raise LengthMismatch(
                 f"{f.path}: {item.classes} classes but {loaded[0].file.path}: {loaded[0].classes}; expected the same "
                 "classes in every file of a series. Fix: assess the files separately."
+            )
+        if loaded and item.names != loaded[0].names:
+            raise LabelError(
+                f"{f.path}: classes {', '.join(item.names or ['0 … K−1'])} but {loaded[0].file.path}: "
+                f"{', '.join(loaded[0].names or ['0 … K−1'])}; expected the same classes in every file of a series. "
+                "Fix: write every file with the same column names and labels."
             )
         loaded.append(item)
     return loaded

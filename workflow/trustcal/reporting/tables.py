@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -88,7 +89,15 @@ OPINION = ("belief", "disbelief", "uncertainty")
 def _counts(preds: Sequence[Predictions], bootstrap: BootstrapParams | None) -> np.ndarray | None:
     """The resample counts of the test set (the same for every epoch and calibrator), or None."""
     tests = _by_split(preds, "test")
-    return resample_counts(len(tests[0].labels), bootstrap) if bootstrap is not None and tests else None
+    return _resample_counts(len(tests[0].labels), bootstrap) if bootstrap is not None and tests else None
+
+
+@lru_cache(maxsize=2)
+def _resample_counts(n: int, bootstrap: BootstrapParams) -> np.ndarray:
+    """:func:`resample_counts`, drawn once for a series assessed an epoch at a time (read only)."""
+    counts = resample_counts(n, bootstrap)
+    counts.flags.writeable = False
+    return counts
 
 
 def _interval_columns(replicates: dict[str, np.ndarray], level: float) -> dict[str, np.ndarray]:

@@ -4,7 +4,11 @@ The dataset sits in memory as one uint8 tensor; each epoch draws a
 permutation from a dedicated generator and batches are index slices of it.
 A checkpoint holds the model, the optimiser, the shuffling generator and the
 history so far, so a resumed run continues bit for bit (same machine, same
-thread count) where an uninterrupted one would be.
+thread count) where an uninterrupted one would be. Its file is bit for bit too
+(saved through a file object, so no temporary name is recorded in it) and
+carries its content digest (:func:`trustcal.files.seal_zip`): a checkpoint
+that does not verify is never used, and training resumes from the last one
+before it that does, rewriting the rest.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from trustcal.errors import TrustcalError
-from trustcal.files import atomic_path
+from trustcal.files import DigestMismatch, atomic_path, seal_zip, verify_zip, write_csv
 from trustcal.training.engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
 from trustcal.training.history import HISTORY_COLUMNS
 from trustcal.training.models import build_model
@@ -34,6 +38,8 @@ from trustcal.training.models import build_model
 log = logging.getLogger(__name__)
 
 CHECKPOINT_RE = re.compile(r"epoch(\d{3,})\.pt$")
+# Each epoch's wall-clock seconds, beside the checkpoints: inside them, two identical runs would differ.
+SECONDS_FILE = "seconds.csv"
 ENGINE_VERSION = "stacked-1"
 
 
@@ -99,21 +105,67 @@ def checkpoint_path(ckpt_dir: str | Path, epoch: int) -> Path:
     return Path(ckpt_dir) / f"epoch{epoch:03d}.pt"
 
 
+def save_checkpoint(path: str | Path, state: dict) -> None:
+    """Write ``state`` to ``path`` atomically, sealed with its content digest.
+
+    ``torch.save`` to a path records the file's name in the archive (a random temporary name
+    here); saved through a file object, the archive's name is always ``archive``, so equal
+    states give equal bytes.
+    """
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            torch.save(state, fh)
+        seal_zip(tmp)
+
+
+def checkpoint_problem(path: str | Path) -> str | None:
+    """Why the checkpoint at ``path`` cannot be trusted ("missing", "unreadable or truncated (…)",
+    "altered since it was written (…)", "unreadable (…)"), or None when its bytes match its content
+    digest. A checkpoint written before digests (:func:`trustcal.files.verify_zip` warns once) cannot
+    be verified: it passes if ``torch.load`` reads it."""
+    try:
+        sealed = verify_zip(path)
+    except FileNotFoundError:
+        return "missing"
+    except DigestMismatch as exc:
+        return str(exc)
+    if not sealed:
+        try:
+            torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:  # truncated zip, pickle errors, …
+            return f"unreadable ({type(exc).__name__}: {exc})"
+    return None
+
+
+RETRAIN = (
+    "rerun training (snakemake --cores 2 --forcerun train), which resumes from the last checkpoint "
+    "before it that verifies and rewrites this one"
+)
+
+
 def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
-    """Load a checkpoint written by :func:`train`, with a clear error when it is damaged."""
+    """Load a checkpoint written by :func:`train_seeds` once its content digest verifies, with a
+    clear error when it is missing or damaged."""
     path = Path(path)
     try:
-        return torch.load(path, map_location=map_location, weights_only=False)
+        verify_zip(path)
     except FileNotFoundError:
-        raise TrustcalError(
-            f"{path}: checkpoint not found; rerun training (snakemake --cores 2 --forcerun train)."
-        ) from None
-    except Exception as exc:  # truncated zip, pickle errors, …
-        raise TrustcalError(
-            f"{path}: checkpoint is truncated or corrupt ({type(exc).__name__}: {exc}); delete it "
-            "and rerun training (snakemake --cores 2 --forcerun train), which resumes from the "
-            "last good epoch."
-        ) from None
+        raise TrustcalError(f"{path}: checkpoint not found; {RETRAIN}.") from None
+    except DigestMismatch as exc:
+        raise TrustcalError(f"{path}: checkpoint {exc}; {RETRAIN}.") from None
+    try:
+        return torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as exc:  # a file without a digest: truncated zip, pickle errors, …
+        raise TrustcalError(f"{path}: checkpoint unreadable ({type(exc).__name__}: {exc}); {RETRAIN}.") from None
+
+
+def _recorded_seconds(ckpt_dir: Path) -> dict[int, float]:
+    """Epoch → wall-clock seconds from :data:`SECONDS_FILE` (empty when it is missing or unreadable: timing only)."""
+    try:
+        df = pd.read_csv(ckpt_dir / SECONDS_FILE)
+        return dict(zip(df["epoch"].astype(int), df["seconds"].astype(float)))
+    except (OSError, ValueError, KeyError, pd.errors.ParserError):
+        return {}
 
 
 def _existing_epochs(ckpt_dir: Path) -> list[int]:
@@ -121,20 +173,29 @@ def _existing_epochs(ckpt_dir: Path) -> list[int]:
 
 
 def find_resume_point(ckpt_dir: Path, cfg: TrainConfig) -> dict | None:
-    """The latest usable checkpoint for ``cfg``, or None to start afresh.
+    """The state to resume ``cfg`` from, or None to start afresh: the checkpoint of the last epoch
+    ``e`` (at most ``cfg.epochs``) such that the checkpoints of epochs 1 … e are all there and verify.
 
-    Checkpoints written under another training configuration are stale: they
-    are removed (with a log line) so they can never be mixed with new ones.
+    A missing or damaged checkpoint is not used, and neither is any later one: training resumes
+    before it and rewrites it and every later one (equal bytes when they were sound, the run being
+    deterministic); nothing is deleted. Checkpoints written under another training configuration
+    are stale: they are removed (with a log line) so they can never be mixed with new ones.
     """
     epochs = _existing_epochs(ckpt_dir)
-    for epoch in reversed(epochs):
-        path = checkpoint_path(ckpt_dir, epoch)
-        try:
-            state = load_checkpoint(path)
-        except TrustcalError as exc:
-            log.warning("%s; trying the previous epoch", exc)
-            path.unlink()
-            continue
+    good = 0
+    for epoch in range(1, min(max(epochs, default=0), cfg.epochs) + 1):
+        problem = checkpoint_problem(checkpoint_path(ckpt_dir, epoch))
+        if problem is not None:
+            log.warning(
+                "%s: checkpoint %s; %s, rewriting it and every later one",
+                checkpoint_path(ckpt_dir, epoch),
+                problem,
+                f"training resumes from epoch {good}" if good else "training starts afresh",
+            )
+            break
+        good = epoch
+    if good > 0:
+        state = load_checkpoint(checkpoint_path(ckpt_dir, good))  # checked above
         if state.get("fingerprint") != cfg.fingerprint():
             old, new = state.get("fingerprint") or {}, cfg.fingerprint()
             changed = ", ".join(f"{k} {old.get(k)!r} → {new.get(k)!r}" for k in new if old.get(k) != new.get(k))
@@ -233,7 +294,12 @@ def train_seeds(
         models = [st["model"] for st in states]
         for gen, st in zip(shuffles, states):
             gen.set_state(st["shuffle_rng"])
-        histories = [st["history"][:start] for st in states]
+        histories = []
+        for st, d in zip(states, ckpt_dirs):
+            seconds = _recorded_seconds(d)  # a checkpoint from before SECONDS_FILE has them in its history
+            histories.append(
+                [{**r, "seconds": r.get("seconds", seconds.get(r["epoch"]))} for r in st["history"][:start]]
+            )
         for c, d in zip(cfgs, ckpt_dirs):
             log.info("seed %d: resuming from %s", c.seed, checkpoint_path(d, start))
     trainer = StackedTrainer(cfg0.dataset, models, device, cfg0.learning_rate, cfg0.betas, cfg0.eps)
@@ -270,20 +336,21 @@ def train_seeds(
                 dict(epoch=epoch, train_loss=tl, train_accuracy=ta, val_loss=vl, val_accuracy=va, seconds=seconds)
             )
             model_state, opt_state = trainer.seed_checkpoint(s)
-            with atomic_path(checkpoint_path(d, epoch)) as tmp:
-                torch.save(
-                    dict(
-                        epoch=epoch,
-                        model=model_state,
-                        optimizer=opt_state,
-                        shuffle_rng=shuffles[s].get_state(),
-                        history=list(hist),
-                        fingerprint=c.fingerprint(),
-                        torch_version=torch.__version__,
-                        val_logits=val_logits[s].detach().cpu().clone(),  # clone: not the whole (S, N, 10) storage
-                    ),
-                    tmp,
-                )
+            save_checkpoint(
+                checkpoint_path(d, epoch),
+                dict(
+                    epoch=epoch,
+                    model=model_state,
+                    optimizer=opt_state,
+                    shuffle_rng=shuffles[s].get_state(),
+                    # keys from one tuple: the pickle's memo then writes a resumed history as a fresh one
+                    history=[{k: row[k] for k in HISTORY_COLUMNS if k != "seconds"} for row in hist],
+                    fingerprint=c.fingerprint(),
+                    torch_version=torch.__version__,
+                    val_logits=val_logits[s].detach().cpu().clone(),  # clone: not the whole (S, N, 10) storage
+                ),
+            )
+            write_csv(pd.DataFrame(hist, columns=["epoch", "seconds"]), d / SECONDS_FILE)
             log.info(
                 "epoch %3d/%d  seed %d  train loss %.4f acc %.4f  val loss %.4f acc %.4f  %.1f s",
                 epoch,

@@ -3,8 +3,9 @@
 Every figure is a pure function of tidy DataFrames (one row per seed × epoch ×
 calibrator × …, with a ``seed`` column) and writes one file per path given
 (PNG and PDF, format from the suffix). Several seeds are drawn as their mean
-with a band of ± one standard deviation (seaborn's ``errorbar="sd"``); the
-seed count is in every legend.
+with a band of ± one standard deviation; the seed count is in every legend. A
+single set of predictions (one seed, one epoch: ``trustcal assess`` on one file)
+is drawn as one: a column per calibration state, no epoch, no seed count.
 
 - :mod:`.registry`: every figure declared once (``FIGURES``, a
   :class:`~.registry.FigureSpec` each), the tables they read (``TABLES``),

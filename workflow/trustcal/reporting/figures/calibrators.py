@@ -13,6 +13,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -26,7 +27,9 @@ from trustcal.reporting.figures.style import (
     class_rows,
     figure_legend,
     fit_splits,
+    heading,
     integer_epochs,
+    log_ticks,
     network_rows,
     new_figure,
     plain_numbers,
@@ -114,7 +117,7 @@ def calibrator_trust(
             plain_numbers(ax)
             integer_epochs(ax)
             ax.set_xlabel("Epoch" if row == 2 else "")
-    fig.suptitle(f"{title}: trust opinion per calibrator (test set)")
+    fig.suptitle(heading(title, "trust opinion per calibrator (test set)"))
     band = "bands: 95 % bootstrap interval (network), ± sd over seeds (labels)"
     figure_legend(
         fig,
@@ -149,10 +152,11 @@ def calibrator_metrics(
         integer_epochs(ax)
         if column == "nll" and test[column].max() > 5 * max(test[column].min(), 1e-12):
             ax.set_yscale("log")
-        plain_numbers(ax)
-        if ax.get_yscale() == "log":  # plain labels on the log axis's minor ticks too
-            ax.yaxis.set_minor_formatter(ax.yaxis.get_major_formatter())
-    fig.suptitle(f"{title}: calibration error per calibrator (test set)")
+        if ax.get_yscale() == "log":
+            log_ticks(ax)
+        else:
+            plain_numbers(ax)
+    fig.suptitle(heading(title, "calibration error per calibrator (test set)"))
     figure_legend(
         fig,
         _handles(calibrators) + [Patch(color="0.6", alpha=0.3, label="95 % bootstrap interval")],
@@ -169,7 +173,14 @@ def calibrator_reliability(
     title: str,
     paths: Sequence[str | Path],
 ) -> plt.Figure:
-    """Top-label reliability diagram of every calibrator at each seed's best-validation epoch (test set)."""
+    """Top-label reliability diagram of every calibrator at each seed's best-validation epoch (test set).
+
+    A marker per non-empty bin, its area proportional to the bin's samples and its opacity by
+    :func:`~.distributions.count_alpha`, so a bin of one sample cannot dominate; lines join adjacent
+    bins only, never across an empty one. Below each diagram: the samples per bin (log scale).
+    """
+    from trustcal.reporting.figures.distributions import count_alpha, count_axis
+
     chosen = chosen_epochs(history)
     best = chosen[chosen["which"] == "best"][["seed", "epoch"]]
     top = reliability[(reliability["curve"] == "top_label") & (reliability["split"] == "test")]
@@ -177,35 +188,59 @@ def calibrator_reliability(
     calibrators = calibrators_of(top)
     ncols = min(len(calibrators), 4)
     nrows = -(-len(calibrators) // ncols)
-    fig, axes = new_figure("calibrator_reliability", nrows=nrows, ncols=ncols, sharex=True, sharey=True, squeeze=False)
-    for ax in axes.flat[len(calibrators) :]:
-        ax.set_visible(False)
-    for ax, c in zip(axes.flat, calibrators):
+    single = top["seed"].nunique() == 1 and best["epoch"].nunique() == 1 and history["epoch"].nunique() == 1
+    size = (0.6 + 2.4 * ncols, 0.9 + 2.9 * nrows) if single else None
+    fig, axes = new_figure(
+        "calibrator_reliability",
+        size=size,
+        nrows=2 * nrows,
+        ncols=ncols,
+        sharex=True,
+        squeeze=False,
+        gridspec_kw=dict(height_ratios=[3, 1] * nrows),
+    )
+    diagrams, strips = axes[0::2].flat, axes[1::2].flat
+    for i, (ax, strip) in enumerate(zip(axes[0::2].flat, axes[1::2].flat)):
+        if i >= len(calibrators):
+            ax.set_visible(False)
+            strip.set_visible(False)
+    largest = max(top["count"].max(), 1)
+    for i, (ax, strip, c) in enumerate(zip(diagrams, strips, calibrators)):
         rows = top[top["calibrator"].astype(str) == c]
+        colour = CALIBRATOR_COLOURS.get(c, "0.4")
         ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=0.8)
         for _, curve in rows.groupby("seed"):
-            curve = curve[curve["count"] > 0].sort_values("mean_predicted")
-            ax.plot(
-                curve["mean_predicted"],
-                curve["observed_frequency"],
-                color=CALIBRATOR_COLOURS.get(c, "0.4"),
-                marker="o",
-                markersize=2.5,
-                linewidth=0.9,
-                alpha=0.8,
+            curve = curve.sort_values("bin")
+            full = curve[curve["count"] > 0]
+            runs = (full["bin"].diff() != 1).cumsum()  # adjacent non-empty bins
+            for _, run in full.groupby(runs):
+                if len(run) > 1:
+                    ax.plot(run["mean_predicted"], run["observed_frequency"], color=colour, linewidth=0.8, alpha=0.6)
+            ax.scatter(
+                full["mean_predicted"],
+                full["observed_frequency"],
+                s=4 + 60 * full["count"] / largest,
+                color=[to_rgba(colour, a) for a in count_alpha(full["count"], low=0.3, high=0.95)],
+                linewidths=0,
+                zorder=3,
             )
+        counts = rows.groupby("bin").agg(
+            lower=("bin_lower", "first"), upper=("bin_upper", "first"), n=("count", "mean")
+        )
+        width = counts["upper"] - counts["lower"]
+        strip.bar(counts["lower"], counts["n"], width=width, align="edge", color=colour, alpha=0.7, linewidth=0)
+        count_axis(strip, "samples" if i % ncols == 0 else "")
         ax.set_title(CALIBRATOR_NAMES.get(c, c))
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_aspect("equal")
-    for ax in axes[-1]:
-        ax.set_xlabel("Confidence")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("Accuracy")
-    epochs = sorted(best["epoch"].unique())
+        ax.set_ylabel("Accuracy" if i % ncols == 0 else "")
+        strip.set_xlabel("Confidence" if i + ncols >= len(calibrators) else "")
+    what = "reliability per calibrator, test set"
+    if not single:
+        epochs = sorted(best["epoch"].unique())
+        what = f"reliability at the best-validation epoch ({', '.join(map(str, epochs))}), test set, one line per seed"
     fig.suptitle(
-        f"{title}: reliability at the best-validation epoch ({', '.join(map(str, epochs))}), test set, "
-        f"one line per seed\n{fitted_note(calibration)}; dotted: perfect calibration",
+        f"{heading(title, what)}\n{fitted_note(calibration)}\nmarker area: samples in the bin; dotted: perfect calibration",
         fontsize="medium",
     )
     return save(fig, paths)

@@ -1,6 +1,9 @@
 """Figures of distributions: reliability diagrams, trust spectrum and trust densities at the
-first, best-validation and last epoch; the network opinion against the number of clusters and
-in the opinion triangle."""
+first, best-validation and last epoch (a single set of predictions: that one set); the network
+opinion against the number of clusters and in the opinion triangle.
+
+Drawn with matplotlib alone (no seaborn): means and bands over seeds are computed here, and
+``trustcal assess`` on one file does not pay for importing seaborn."""
 
 from __future__ import annotations
 
@@ -11,25 +14,26 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
+from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from trustcal.reporting.figures.style import (
-    AFTER,
-    BEFORE,
+    COLUMN_WIDTH,
     COMPONENTS,
     DASHED,
     DENSITY_FLOOR,
+    FULL_WIDTH,
     LABEL_NAMES,
     STATE_COLOURS,
-    WHICH,
+    chosen_columns,
     chosen_epochs,
-    errorbar,
     figure_legend,
+    heading,
     label_colourbar,
     label_colours,
     label_count,
+    log_ticks,
     n_seeds,
     network_rows,
     new_figure,
@@ -38,11 +42,31 @@ from trustcal.reporting.figures.style import (
     seed_note,
     select_chosen,
     state_handles,
-    which_titles,
+    states_of,
     with_state,
 )
 
 # --------------------------------------------------------------------------- chosen epochs
+
+
+def count_alpha(counts: pd.Series | np.ndarray, low: float = 0.15, high: float = 0.8) -> np.ndarray:
+    """Opacity of a bin's mark by its number of samples: ``low + (high − low)·√(count / max count)``,
+    so that a bin of one sample is faint beside the bins that hold the data (0 for an empty bin)."""
+    counts = np.asarray(counts, dtype=float)
+    top = np.nanmax(counts) if counts.size and np.nanmax(counts) > 0 else 1.0
+    share = np.sqrt(np.clip(np.nan_to_num(counts) / top, 0, 1))
+    return np.where(share > 0, low + (high - low) * share, 0.0)
+
+
+def count_axis(ax: plt.Axes, label: str) -> None:
+    """The counts under a reliability diagram: log scale from one sample, plain numbers, few ticks."""
+    ax.set_yscale("log")
+    top = max(ax.get_ylim()[1], 10.0)
+    ax.set_ylim(0.7, top * 2.5)
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, numticks=4))
+    ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.0f}"))
+    ax.set_ylabel(label)
 
 
 def reliability(
@@ -52,17 +76,16 @@ def reliability(
     paths: Sequence[str | Path],
     scores: pd.DataFrame | None = None,
 ) -> plt.Figure:
-    """Top-label reliability diagrams over the confidence histogram, first / best / last epoch.
+    """Top-label reliability diagrams over the number of samples per confidence bin, first / best / last
+    epoch (a single set of predictions: one column per state).
 
-    Bars: observed accuracy per confidence bin; black ticks: the bin's mean
-    confidence; the dotted diagonal is perfect calibration. Below each
-    diagram: the share of test samples per bin (log scale).
+    Bars: observed accuracy per confidence bin, paler the fewer samples the bin holds (:func:`count_alpha`);
+    black ticks: the bin's mean confidence; the dotted diagonal is perfect calibration. Below each
+    diagram: the test samples per bin (mean over seeds; log scale).
     """
     chosen = chosen_epochs(history)
     top = with_state(curves[(curves["curve"] == "top_label") & (curves["split"] == "test")])
     top = select_chosen(top, chosen)
-    totals = top.groupby(["seed", "which", "state"])["count"].transform("sum")
-    top["share"] = top["count"] / totals
     agg = (
         top.groupby(["which", "state", "bin"])
         .agg(
@@ -71,7 +94,7 @@ def reliability(
             freq=("observed_frequency", "mean"),
             freq_sd=("observed_frequency", "std"),
             conf=("mean_predicted", "mean"),
-            share=("share", "mean"),
+            count=("count", "mean"),
         )
         .reset_index()
     )
@@ -79,61 +102,74 @@ def reliability(
     if scores is not None:
         s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
         ece = s.groupby(["which", "state"])["ece"].agg(["mean", "std"])
-    titles = which_titles(chosen)
-    fig, axes = new_figure("reliability", nrows=4, ncols=3, sharex=True, gridspec_kw=dict(height_ratios=[3, 1, 3, 1]))
-    for col, which in enumerate(WHICH):
-        for r, state in enumerate((BEFORE, AFTER)):
-            ax, hist = axes[2 * r, col], axes[2 * r + 1, col]
-            d = agg[(agg["which"] == which) & (agg["state"] == state)]
-            width = (d["upper"] - d["lower"]).to_numpy()
-            colour = STATE_COLOURS[state]
-            yerr = d["freq_sd"].fillna(0).to_numpy() if n_seeds(top) > 1 else None
-            ax.bar(
-                d["lower"],
-                d["freq"].fillna(0),
-                width=width,
-                align="edge",
-                color=colour,
-                alpha=0.75,
-                edgecolor="white",
-                linewidth=0.5,
-                yerr=yerr,
-                error_kw=dict(elinewidth=0.6, capsize=1.5, ecolor="0.45"),
-            )
-            ax.plot(
-                d["lower"] + width / 2,
-                d["conf"],
-                linestyle="none",
-                marker="_",
-                markersize=7,
-                markeredgewidth=1.4,
-                color="black",
-            )
-            ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", linewidth=0.8)
-            ax.set_xlim(0, 1)
-            ax.set_ylim(0, 1.02)
-            head = f"{titles[which]}\n" if r == 0 else ""
-            if ece is not None and (which, state) in ece.index:
-                m, sd = ece.loc[(which, state)]
-                head += f"ECE {m:.3f}" + (f" ± {sd:.3f}" if n_seeds(top) > 1 else "")
-            ax.set_title(head, fontsize=7.5)
-            ax.set_ylabel(f"{state}\nobserved accuracy" if col == 0 else "")
-            hist.bar(
-                d["lower"],
-                d["share"].fillna(0),
-                width=width,
-                align="edge",
-                color=colour,
-                alpha=0.75,
-                edgecolor="white",
-                linewidth=0.5,
-            )
-            hist.set_yscale("log")
-            hist.set_ylim(1e-3, 1.5)
-            hist.set_ylabel("share" if col == 0 else "")
-            hist.set_xlabel("Confidence (max. probability)" if r == 1 else "")
-    handles = [Patch(color=c, alpha=0.75, label=f"{s}: observed accuracy") for s, c in STATE_COLOURS.items()]
+    columns, states, seeds = chosen_columns(chosen), states_of(top), n_seeds(top)
+    single = len(columns) == 1
+    if single:  # one set of predictions: its states side by side
+        fig, axes = new_figure(
+            "reliability",
+            size=(max(0.9 + 2.6 * len(states), 4.8), 3.9),  # room for the legend
+            nrows=2,
+            ncols=len(states),
+            sharex=True,
+            squeeze=False,
+            gridspec_kw=dict(height_ratios=[3, 1]),
+        )
+        panels = [(axes[0, c], axes[1, c], columns[0], state, c, True) for c, state in enumerate(states)]
+    else:
+        fig, axes = new_figure(
+            "reliability",
+            nrows=2 * len(states),
+            ncols=len(columns),
+            sharex=True,
+            squeeze=False,
+            gridspec_kw=dict(height_ratios=[3, 1] * len(states)),
+        )
+        panels = [
+            (axes[2 * r, c], axes[2 * r + 1, c], column, state, c, r == len(states) - 1)
+            for c, column in enumerate(columns)
+            for r, state in enumerate(states)
+        ]
+    for ax, hist, (which, which_title), state, col, bottom in panels:
+        d = agg[(agg["which"] == which) & (agg["state"] == state)]
+        width = (d["upper"] - d["lower"]).to_numpy()
+        colour = STATE_COLOURS[state]
+        yerr = d["freq_sd"].fillna(0).to_numpy() if seeds > 1 else None
+        ax.bar(
+            d["lower"],
+            d["freq"].fillna(0),
+            width=width,
+            align="edge",
+            color=[to_rgba(colour, a) for a in count_alpha(d["count"])],
+            edgecolor="white",
+            linewidth=0.5,
+            yerr=yerr,
+            error_kw=dict(elinewidth=0.6, capsize=1.5, ecolor="0.45"),
+        )
+        ax.scatter(  # as faint as the bar: a bin of one sample does not catch the eye
+            d["lower"] + width / 2,
+            d["conf"],
+            marker="_",
+            s=49,
+            linewidths=1.4,
+            color=[(0, 0, 0, a) for a in count_alpha(d["count"], low=0.3, high=1.0)],
+            zorder=3,
+        )
+        ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", linewidth=0.8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        head = [which_title] if which_title and (single or state == states[0]) else []
+        head += [state] if single else []
+        if ece is not None and (which, state) in ece.index:
+            m, sd = ece.loc[(which, state)]
+            head.append(f"ECE {m:.3f}" + (f" ± {sd:.3f}" if seeds > 1 else ""))
+        ax.set_title("\n".join(head), fontsize=7.5)
+        ax.set_ylabel(("observed accuracy" if single else f"{state}\nobserved accuracy") if col == 0 else "")
+        hist.bar(d["lower"], d["count"].fillna(0), width=width, align="edge", color=colour, alpha=0.75, linewidth=0)
+        count_axis(hist, ("samples" if seeds == 1 else "samples (mean)") if col == 0 else "")
+        hist.set_xlabel("Confidence (max. probability)" if bottom else "")
+    handles = [Patch(color=STATE_COLOURS[s], alpha=0.75, label=f"{s}: observed accuracy") for s in states]
     handles += [
+        Patch(color="0.55", alpha=count_alpha([1, 100])[0], label="paler bar: fewer samples in the bin"),
         Line2D(
             [],
             [],
@@ -146,9 +182,14 @@ def reliability(
         ),
         Line2D([], [], color="0.4", linestyle=":", label="perfect calibration"),
     ]
-    fig.suptitle(f"{title}: reliability diagrams, top label, test set")
+    fig.suptitle(heading(title, "reliability diagrams, top label, test set"))
     figure_legend(fig, handles, seed_note(top), ncols=2)
     return save(fig, paths)
+
+
+def _mean_sd(df: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
+    """Mean and sd over seeds of ``value`` per ``keys`` (sd NaN for one seed)."""
+    return df.groupby(keys, sort=True)[value].agg(["mean", "std"]).reset_index()
 
 
 def trust_spectrum(
@@ -159,7 +200,8 @@ def trust_spectrum(
     dataset: str | None = None,
     scores: pd.DataFrame | None = None,
 ) -> plt.Figure:
-    """Trust spectrum T(z) per label (Wong et al.), first / best / last epoch, before vs after."""
+    """Trust spectrum T(z) per label (Wong et al.), first / best / last epoch, before vs after;
+    bars: the mean over seeds, whiskers ± one sd."""
     chosen = chosen_epochs(history)
     test = select_chosen(with_state(spectrum[spectrum["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
@@ -167,123 +209,143 @@ def trust_spectrum(
     if scores is not None:
         s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
         nts = s.groupby(["which", "state"])["net_trust_score"].mean()
-    titles = which_titles(chosen)
-    fig, axes = new_figure("trust_spectrum", ncols=3, sharey=True)
+    columns, states = chosen_columns(chosen), states_of(test)
+    size = (COLUMN_WIDTH + 0.6, 2.6) if len(columns) == 1 else None
+    fig, axes = new_figure("trust_spectrum", size=size, ncols=len(columns), sharey=True, squeeze=False)
     names = LABEL_NAMES.get(dataset or "")
-    for ax, which in zip(axes, WHICH):
-        d = test[test["which"] == which]
-        sns.barplot(
-            data=d,
-            x="label",
-            y="trust",
-            hue="state",
-            hue_order=[BEFORE, AFTER],
-            palette=STATE_COLOURS,
-            errorbar=errorbar(test),
-            ax=ax,
-            legend=False,
-            err_kws=dict(linewidth=0.7),
-            saturation=1.0,
-        )
-        head = titles[which]
+    bar = 0.8 / len(states)
+    for ax, (which, which_title) in zip(axes[0], columns):
+        d = _mean_sd(test[test["which"] == which], ["state", "label"], "trust")
+        for i, state in enumerate(states):
+            rows = d[d["state"] == state]
+            ax.bar(
+                rows["label"] + (i - (len(states) - 1) / 2) * bar,
+                rows["mean"],
+                width=bar,
+                color=STATE_COLOURS[state],
+                yerr=rows["std"].fillna(0) if n_seeds(test) > 1 else None,
+                error_kw=dict(elinewidth=0.7, ecolor="0.25"),
+                linewidth=0,
+            )
+        head = [which_title] if which_title else []
         if nts is not None:
-            head += "\nNTS " + " → ".join(f"{nts.get((which, s), np.nan):.3f}" for s in (BEFORE, AFTER))
-        ax.set_title(head, fontsize=7.5)
+            head.append("NTS " + " → ".join(f"{nts.get((which, s), np.nan):.3f}" for s in states))
+        ax.set_title("\n".join(head), fontsize=7.5)
         ax.set_ylim(0, 1.0)
+        labels = sorted(test["label"].unique())
+        ax.set_xticks(labels)
+        ax.grid(axis="x", visible=False)
         ax.set_xlabel("True label z")
-        ax.set_ylabel("Trust spectrum T(z)" if which == "first" else "")
+        ax.set_ylabel("Trust spectrum T(z)" if which == columns[0][0] else "")
         if names and test["label"].nunique() == len(names):
             ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=6)
-    fig.suptitle(f"{title}: trust spectrum on the test set")
-    figure_legend(fig, [Patch(color=c, label=s) for s, c in STATE_COLOURS.items()], seed_note(test))
+    fig.suptitle(heading(title, "trust spectrum on the test set"))
+    figure_legend(fig, [Patch(color=STATE_COLOURS[s], label=s) for s in states], seed_note(test))
     return save(fig, paths)
 
 
 def trust_density(
     density: pd.DataFrame, history: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None
 ) -> plt.Figure:
-    """Trust density per label (Wong et al. §2.2), rows first / best / last epoch, columns before / after."""
+    """Trust density per label (Wong et al. §2.2), rows first / best / last epoch, columns before / after;
+    lines: the mean over seeds, bands: their range (a ± sd band would cross 0 on the log axis)."""
     chosen = chosen_epochs(history)
     test = select_chosen(with_state(density[density["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
     k = label_count(test["label"])
     palette = label_colours(k)
-    titles = which_titles(chosen)
-    fig, axes = new_figure("trust_density", nrows=3, ncols=2, sharex=True, sharey=True)
-    for r, which in enumerate(WHICH):
-        for c, state in enumerate((BEFORE, AFTER)):
+    columns, states, seeds = chosen_columns(chosen), states_of(test), n_seeds(test)
+    size = (0.9 + 3.0 * len(states), 2.7) if len(columns) == 1 else None
+    fig, axes = new_figure(
+        "trust_density", size=size, nrows=len(columns), ncols=len(states), sharex=True, sharey=True, squeeze=False
+    )
+    for r, (which, which_title) in enumerate(columns):
+        for c, state in enumerate(states):
             ax = axes[r, c]
             d = test[(test["which"] == which) & (test["state"] == state)]
-            # the band is the range over seeds: a ± sd band would cross 0 on the log axis
-            sns.lineplot(
-                data=d,
-                x="trust",
-                y="density",
-                hue="label",
-                palette=palette,
-                legend=False,
-                errorbar=("pi", 100) if n_seeds(test) > 1 else None,
-                ax=ax,
-                linewidth=0.9,
-            )
+            g = d.groupby(["label", "trust"], sort=True)["density"].agg(["mean", "min", "max"]).reset_index()
+            for label, rows in g.groupby("label"):
+                colour = palette[int(label)]
+                ax.plot(rows["trust"], rows["mean"], color=colour, linewidth=0.9)
+                if seeds > 1:
+                    ax.fill_between(rows["trust"], rows["min"], rows["max"], color=colour, alpha=0.2, linewidth=0)
             ax.set_yscale("log")
             ax.set_ylim(DENSITY_FLOOR, None)
             ax.set_xlim(0, 1)
-            ax.set_title(f"{titles[which]} · {state}", fontsize=7.5)
+            log_ticks(ax)
+            ax.set_title(f"{which_title} · {state}" if which_title else state, fontsize=7.5)
             ax.set_ylabel("density" if c == 0 else "")
             ax.set_xlabel("")
     fig.supxlabel("Question-answer trust Q (confidence C if the prediction is right, 1 − C if wrong)", fontsize=8)
-    label_colourbar(fig, axes, k, dataset, shrink=0.6, pad=0.01)
-    note = f"mean and range over {n_seeds(test)} seeds" if n_seeds(test) > 1 else "1 seed"
-    fig.suptitle(f"{title}: trust densities per label on the test set ({note}; log scale)")
+    label_colourbar(fig, axes, k, dataset, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01)
+    note = f"mean and range over {seeds} seeds; log scale" if seeds > 1 else "log scale"
+    fig.suptitle(heading(title, f"trust densities per label on the test set ({note})"))
     return save(fig, paths)
 
 
 # --------------------------------------------------------------------------- trust variants
 
+SWEEP_STYLES = {"midpoint": dict(linestyle="-", marker="o"), "mean": dict(linestyle=(0, DASHED), marker="s")}
+
+
+def _epoch_colours(epochs: list[int]) -> dict[int, tuple]:
+    import seaborn as sns  # only a series needs its palette
+
+    return dict(zip(epochs, sns.color_palette("crest", len(epochs))))
+
 
 def cluster_sweep(sweep: pd.DataFrame, title: str, paths: Sequence[str | Path], clusters: int = 10) -> plt.Figure:
-    """Network opinion against the number of clusters M, midpoint vs cluster-mean representative."""
+    """Network opinion against the number of clusters M, midpoint vs cluster-mean representative; mean
+    over seeds with a ± sd band. A series: a row per state, a colour per epoch. One epoch: one row, the
+    states in their colours (before vermillion, after blue)."""
     sweep = with_state(sweep)
     epochs = sorted(sweep["epoch"].unique())
-    palette = dict(zip(epochs, sns.color_palette("crest", len(epochs))))
-    dashes = {"midpoint": "", "mean": DASHED}
-    fig, axes = new_figure("cluster_sweep", nrows=2, ncols=3, sharex=True, sharey="col")
-    for r, state in enumerate((BEFORE, AFTER)):
-        sub = sweep[sweep["state"] == state]
+    states = states_of(sweep)
+    seeds = n_seeds(sweep)
+    one_epoch = len(epochs) == 1
+    rows = [("", states)] if one_epoch else [(state, [state]) for state in states]
+    palette = {} if one_epoch else _epoch_colours(epochs)
+
+    def colour_of(state: str, epoch: int):
+        return STATE_COLOURS[state] if one_epoch else palette[epoch]
+
+    size = (FULL_WIDTH, 0.9 + 1.8 * len(rows)) if len(rows) == 1 else None
+    fig, axes = new_figure(
+        "cluster_sweep", size=size, nrows=len(rows), ncols=3, sharex=True, sharey="col", squeeze=False
+    )
+    ticks = sorted(sweep["clusters"].unique())
+    for r, (row_name, row_states) in enumerate(rows):
         for c, (component, name) in enumerate(COMPONENTS):
             ax = axes[r, c]
-            sns.lineplot(
-                data=sub,
-                x="clusters",
-                y=component,
-                hue="epoch",
-                palette=palette,
-                style="representative",
-                dashes=dashes,
-                markers={"midpoint": "o", "mean": "s"},
-                markersize=3,
-                errorbar=errorbar(sweep),
-                ax=ax,
-                legend=False,
-            )
+            sub = sweep[sweep["state"].isin(row_states)]
+            stats = _mean_sd(sub, ["state", "epoch", "representative", "clusters"], component)
+            for (state, epoch, rep), line in stats.groupby(["state", "epoch", "representative"]):
+                colour = colour_of(state, epoch)
+                ax.plot(line["clusters"], line["mean"], color=colour, markersize=3, **SWEEP_STYLES.get(rep, {}))
+                if seeds > 1:
+                    lo, hi = line["mean"] - line["std"], line["mean"] + line["std"]
+                    ax.fill_between(line["clusters"], lo, hi, color=colour, alpha=0.15, linewidth=0)
             ax.axvline(clusters, color="0.4", linestyle=":", linewidth=0.8)
             ax.set_xscale("log")
-            ax.set_xticks(sorted(sweep["clusters"].unique()))
+            ax.set_xticks(ticks)
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_title(name if r == 0 else "")
-            ax.set_ylabel(f"{state}\nnetwork {component}" if c == 0 else f"network {component}")
-            ax.set_xlabel("Number of clusters M (log scale)" if r == 1 else "")
+            ax.set_ylabel(f"{row_name}\nnetwork {component}" if row_name and c == 0 else f"network {component}")
+            ax.set_xlabel("Number of clusters M (log scale)" if r == len(rows) - 1 else "")
             ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     for ax in axes[:, 2]:
         plain_numbers(ax)
-    handles = [Line2D([], [], color=palette[e], label=f"epoch {e}") for e in epochs]
+    handles = (
+        [Patch(color=STATE_COLOURS[s], label=s) for s in states]
+        if one_epoch
+        else [Line2D([], [], color=palette[e], label=f"epoch {e}") for e in epochs]
+    )
     handles += [
         Line2D([], [], color="0.3", marker="o", markersize=3, label="midpoint RP (paper)"),
         Line2D([], [], color="0.3", marker="s", markersize=3, linestyle="--", label="cluster-mean RP"),
         Line2D([], [], color="0.4", linestyle=":", label=f"M = {clusters} (this run)"),
     ]
-    fig.suptitle(f"{title}: network opinion against the number of clusters")
+    fig.suptitle(heading(title, "network opinion against the number of clusters"))
     figure_legend(fig, handles, seed_note(sweep), ncols=(len(handles) + 1) // 2)
     return save(fig, paths)
 
@@ -323,7 +385,8 @@ def opinion_triangle(trust: pd.DataFrame, title: str, paths: Sequence[str | Path
     fig, (tri, zoom) = new_figure("opinion_triangle", ncols=2, gridspec_kw=dict(width_ratios=[1, 1.1]))
     _triangle_frame(tri)
     many = n_seeds(net) > 1
-    for state, colour in STATE_COLOURS.items():
+    for state in states_of(net):
+        colour = STATE_COLOURS[state]
         m = mean[mean["state"] == state].sort_values("epoch")
         x, y = barycentric(m["belief"], m["disbelief"], m["uncertainty"])
         tri.plot(x, y, color=colour, marker="o", markersize=2.5, linewidth=0.9)
@@ -348,7 +411,7 @@ def opinion_triangle(trust: pd.DataFrame, title: str, paths: Sequence[str | Path
     zoom.margins(0.12)
     zoom.set_title("Zoom (epoch numbers at the ends)")
     tri.set_title("Network opinion per epoch")
-    fig.suptitle(f"{title}: network opinion over training in the opinion triangle")
+    fig.suptitle(heading(title, "network opinion over training in the opinion triangle"))
     note = seed_note(net) if not many else f"mean of {n_seeds(net)} seeds (thin: each seed)"
     figure_legend(fig, state_handles(), note)
     return save(fig, paths)

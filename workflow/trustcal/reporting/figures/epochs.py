@@ -23,16 +23,19 @@ from trustcal.reporting.figures.style import (
     errorbar,
     figure_legend,
     fit_splits,
+    heading,
     integer_epochs,
     label_colourbar,
     label_colours,
     label_count,
+    log_ticks,
     network_rows,
     new_figure,
     plain_numbers,
     save,
     seed_note,
     state_handles,
+    states_of,
     with_state,
 )
 
@@ -40,12 +43,13 @@ from trustcal.reporting.figures.style import (
 
 
 def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None) -> plt.Figure:
-    """Paper Figures 1/2: rows before/after calibration, columns b/d/u, a line per label."""
+    """Paper Figures 1/2: rows before/after calibration (those with predictions), columns b/d/u, a line per label."""
     per_label = with_state(class_rows(trust))
     k = label_count(per_label["label"])
     palette = label_colours(k)
-    fig, axes = new_figure("trust_grid", nrows=2, ncols=3, sharex=True, sharey="col")
-    for row, state in enumerate((BEFORE, AFTER)):
+    states = states_of(per_label)
+    fig, axes = new_figure("trust_grid", nrows=len(states), ncols=3, sharex=True, sharey="col", squeeze=False)
+    for row, state in enumerate(states):
         sub = per_label[per_label["state"] == state]
         for col, (component, name) in enumerate(COMPONENTS):
             ax = axes[row, col]
@@ -61,13 +65,13 @@ def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dat
                 linewidth=0.9,
             )
             ax.set_title(name if row == 0 else "")
-            ax.set_xlabel("Epoch" if row == 1 else "")
+            ax.set_xlabel("Epoch" if row == len(states) - 1 else "")
             ax.set_ylabel(f"{state}\n{component} (opinion mass)" if col == 0 else f"{component} (opinion mass)")
             integer_epochs(ax)
     for ax in axes[:, 2]:
         plain_numbers(ax)
     label_colourbar(fig, axes, k, dataset, shrink=0.85, pad=0.01)
-    fig.suptitle(f"{title}: trust opinion per label on the test set ({seed_note(per_label)})")
+    fig.suptitle(heading(title, f"trust opinion per label on the test set ({seed_note(per_label)})"))
     return save(fig, paths)
 
 
@@ -98,7 +102,7 @@ def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) 
     ax.set_xlabel("Epoch")
     integer_epochs(ax)
     ax.set_ylabel("Cross-entropy loss (nats)")
-    ax.set_title(f"{title}: loss per epoch")
+    ax.set_title(heading(title, "loss per epoch"))
     handles = [Line2D([], [], color=c, label=s) for s, c in SET_COLOURS.items()]
     handles.append(
         Line2D([], [], color=SET_COLOURS["Validation"], linestyle=":", label=f"Min. validation loss (epoch {best})")
@@ -174,12 +178,13 @@ def calibration_metrics(
     ax.axhline(1.0, color="0.6", linestyle=":", linewidth=0.8)
     if cal["temperature"].max() / max(cal["temperature"].min(), 1e-12) > 20:
         ax.set_yscale("log")
+        log_ticks(ax)
     ax.set_title("Fitted temperature")
     ax.set_ylabel("T (1 = no scaling)")
     for ax in axes.flat:
         integer_epochs(ax)
         ax.set_xlabel("Epoch" if ax in axes[1] else "")
-    fig.suptitle(f"{title}: calibration metrics on the test set")
+    fig.suptitle(heading(title, "calibration metrics on the test set"))
     handles = state_handles() + [Line2D([], [], color="black", label=temperature_label(cal))]
     figure_legend(fig, handles, seed_note(test))
     return save(fig, paths)
@@ -206,7 +211,7 @@ def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Pa
         Line2D([], [], color="0.3", label="Reported"),
         Line2D([], [], color="0.3", linestyle="--", label="Measured"),
     ]
-    fig.suptitle(f"{title}: geometric accuracy family on the test set")
+    fig.suptitle(heading(title, "geometric accuracy family on the test set"))
     figure_legend(fig, handles, seed_note(test))
     return save(fig, paths)
 
@@ -222,6 +227,6 @@ def network_opinion(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]
         ax.set_xlabel("Epoch")
         integer_epochs(ax)
     plain_numbers(axes[2])
-    fig.suptitle(f"{title}: network opinion (cumulative fusion of the label opinions)")
+    fig.suptitle(heading(title, "network opinion (cumulative fusion of the label opinions)"))
     figure_legend(fig, state_handles(), seed_note(net))
     return save(fig, paths)

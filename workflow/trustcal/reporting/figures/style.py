@@ -5,7 +5,9 @@ the same thing in every figure (before calibration vermillion, after
 calibration blue; training grey, validation green; label z the same viridis
 shade everywhere), fonts of 7–9 pt at the printed size, legends outside the
 axes. Figure sizes are fixed (``FIGURE_SIZES``, inches at ``DPI``), so a PNG
-always has the same pixel size.
+always has the same pixel size (a single set of predictions, drawn with fewer
+panels, has its own sizes, set where it is drawn). seaborn's theme is written out
+(``SEABORN_PAPER_WHITEGRID``): a figure that draws no seaborn plot never imports it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ if "ipykernel" not in sys.modules:  # in a notebook, keep its backend: figures o
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+from cycler import cycler  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from trustcal.errors import TrustcalError  # noqa: E402
@@ -65,8 +67,42 @@ DASHED = (4, 2)
 DENSITY_FLOOR = 1e-2  # lower y limit of the log-scale trust densities
 
 
+# seaborn's theme (context "paper", style "whitegrid", palette "deep"; seaborn 0.13), written out so that
+# figures that need no seaborn plot do not import it (about a second of every `trustcal assess`).
+SEABORN_PAPER_WHITEGRID = {
+    "axes.axisbelow": True,
+    "axes.edgecolor": ".8",
+    "axes.grid": True,
+    "axes.labelcolor": ".15",
+    "axes.prop_cycle": cycler(
+        color=["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974"]
+        + ["#64B5CD"]
+    ),
+    "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"],
+    "grid.color": ".8",
+    "lines.markersize": 4.8,
+    "lines.solid_capstyle": "round",
+    "patch.edgecolor": "w",
+    "patch.force_edgecolor": True,
+    "patch.linewidth": 0.8,
+    "text.color": ".15",
+    "xtick.bottom": False,
+    "xtick.color": ".15",
+    "xtick.major.size": 4.8,
+    "xtick.major.width": 1.0,
+    "xtick.minor.size": 3.2,
+    "xtick.minor.width": 0.8,
+    "ytick.color": ".15",
+    "ytick.left": False,
+    "ytick.major.size": 4.8,
+    "ytick.major.width": 1.0,
+    "ytick.minor.size": 3.2,
+    "ytick.minor.width": 0.8,
+}
+
+
 def set_style() -> None:
-    sns.set_theme(context="paper", style="whitegrid")
+    plt.rcParams.update(SEABORN_PAPER_WHITEGRID)
     plt.rcParams.update(
         {
             "font.size": 8,
@@ -88,9 +124,17 @@ def set_style() -> None:
     )
 
 
-def new_figure(name: str, **subplots) -> tuple[plt.Figure, np.ndarray | plt.Axes]:
+def new_figure(
+    name: str, size: tuple[float, float] | None = None, **subplots
+) -> tuple[plt.Figure, np.ndarray | plt.Axes]:
+    """A figure of ``FIGURE_SIZES[name]`` (or ``size``: the one-column figures of a single prediction set)."""
     set_style()
-    return plt.subplots(figsize=FIGURE_SIZES[name], layout="constrained", **subplots)
+    return plt.subplots(figsize=size or FIGURE_SIZES[name], layout="constrained", **subplots)
+
+
+def heading(title: str, what: str) -> str:
+    """A figure's title: "{title}: {what}", or ``what`` alone without a title (never a bare ": …")."""
+    return f"{title}: {what}" if title else what[:1].upper() + what[1:]
 
 
 def save(fig: plt.Figure, paths: Sequence[str | Path]) -> plt.Figure:
@@ -150,9 +194,15 @@ def n_seeds(df: pd.DataFrame) -> int:
     return int(df["seed"].nunique()) if "seed" in df else 1
 
 
+def single_set(df: pd.DataFrame) -> bool:
+    """One seed and one epoch: a single set of predictions (``trustcal assess`` on one file)."""
+    return n_seeds(df) == 1 and ("epoch" not in df or df["epoch"].nunique() <= 1)
+
+
 def seed_note(df: pd.DataFrame) -> str:
+    """The legend's title: how seeds are summarised (nothing for a single set of predictions)."""
     n = n_seeds(df)
-    return f"mean ± sd over {n} seeds" if n > 1 else "1 seed"
+    return f"mean ± sd over {n} seeds" if n > 1 else "" if single_set(df) else "1 seed"
 
 
 def errorbar(df: pd.DataFrame):
@@ -213,6 +263,16 @@ def plain_numbers(ax: plt.Axes, axis: str = "y") -> None:
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
 
 
+def log_ticks(ax: plt.Axes) -> None:
+    """Labels on a log y axis that never overlap: at the decades, and at 2 and 5 times them when the
+    axis spans less than two decades; plain numbers (0.2 and 1000, not 2×10⁻¹ and 1e+03); unlabelled minor ticks."""
+    lo, hi = ax.get_ylim()
+    subs = (1.0, 2.0, 5.0) if hi < 100 * lo else (1.0,)
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.0f}" if v >= 1 else f"{v:.3g}"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def chosen_epochs(history: pd.DataFrame) -> pd.DataFrame:
     """Per seed: the first epoch, the best-validation epoch and the last epoch.
 
@@ -241,6 +301,21 @@ def epochs_text(epochs: Iterable[int]) -> str:
 
 def which_titles(chosen: pd.DataFrame) -> dict[str, str]:
     return {w: f"{WHICH_TITLES[w]} ({epochs_text(chosen.loc[chosen['which'] == w, 'epoch'])})" for w in WHICH}
+
+
+def chosen_columns(chosen: pd.DataFrame) -> list[tuple[str, str]]:
+    """(which, title) of the columns of the figures at the chosen epochs: first, best-validation and last;
+    where every seed has a single epoch (one set of predictions), that epoch alone, untitled."""
+    if chosen["epoch"].nunique() <= 1:
+        return [("last", "")]
+    titles = which_titles(chosen)
+    return [(w, titles[w]) for w in WHICH]
+
+
+def states_of(df: pd.DataFrame) -> list[str]:
+    """The states of ``with_state(df)`` that have rows, in order (no empty "after" panels without calibration)."""
+    present = set(df["state"])
+    return [s for s in (BEFORE, AFTER) if s in present]
 
 
 def select_chosen(df: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
