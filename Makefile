@@ -5,7 +5,7 @@ VENV   ?= .venv
 CORES  ?= all
 BIN    := $(VENV)/bin
 
-.PHONY: reproduce test lint format benchmark clean-venv
+.PHONY: reproduce test lint format docs benchmark clean-venv
 
 reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs)
 	$(BIN)/snakemake --cores $(CORES)
@@ -16,12 +16,15 @@ test: $(VENV)/.installed-test  ## the test suite
 lint: $(VENV)/.installed-test  ## style checks, as CI runs them (ruff, snakefmt; versions: pyproject's lint extra)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakefmt --check Snakefile workflow/Snakefile workflow/rules
 
 format: $(VENV)/.installed-test  ## apply the formatters (and ruff's safe fixes)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
-	$(BIN)/snakefmt Snakefile workflow/rules
+	$(BIN)/snakefmt Snakefile workflow/Snakefile workflow/rules
+
+docs: $(VENV)/.installed-test  ## the documentation site, into site/ (mkdocs.yml; any warning, e.g. a broken link, fails it)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 benchmark: $(VENV)/.installed  ## training-speed benchmark (README: Training speed)
 	$(BIN)/python benchmarks/bench_training.py

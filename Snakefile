@@ -5,33 +5,17 @@
 #   snakemake --cores 2 --config epochs=3 'datasets=[mnist]'
 #   snakemake --report report.html            # after a run: figures and verdict in one file
 #
-# Stages (one rule file each, in workflow/rules/): download → prepare → train
-# → logits → calibrate → trust / scores → figures → verdict (report.smk).
-
-from snakemake.utils import min_version
-
-min_version("9.0")
+# The workflow itself is workflow/Snakefile (the layout the Snakemake workflow
+# catalog and snakedeploy expect): the configfile (config.yaml), the container,
+# the rule files of workflow/rules/ (one per stage: download → prepare → train
+# → logits → calibrate → trust / scores → figures → verdict) and `rule all`.
 
 
-configfile: "config.yaml"
+include: "workflow/Snakefile"
 
 
-# --sdm apptainer (with conda): every job's conda environment (envs/) inside this
-# image; `snakemake --containerize` writes a Dockerfile with the environments built in.
-container: "docker://condaforge/miniforge3:24.11.3-0"
-
-
-include: "workflow/rules/common.smk"
-include: "workflow/rules/data.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/calibrate.smk"
-include: "workflow/rules/trust.smk"
-include: "workflow/rules/figures.smk"
-include: "workflow/rules/report.smk"
-include: "workflow/rules/external.smk"
-
-
-rule all:
-    default_target: True
-    input:
-        all_targets(),
+# Snakemake keeps the default target of the main Snakefile only (an include's
+# `default_target: True` is undone when the include returns): name it here.
+# rules.all.rule.name is `all`, or its new name when this workflow is imported as a
+# module (`use rule * from trustcal as trustcal_*`: `trustcal_all`).
+workflow.default_target = rules.all.rule.name

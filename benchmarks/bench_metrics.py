@@ -1,33 +1,53 @@
-"""Time the per-epoch metric computation of the workflow.
+"""Time the evaluation of one (epoch, calibration state) beside its floor, in one run, on one core.
 
-One "epoch" = the scalar metrics and the side tables (reliability curves,
-trust spectrum, trust densities, geometric bins) for the test predictions
-before and after temperature scaling, i.e. everything twice, and the bootstrap
-intervals of the scores and of the trust opinion (``--resamples`` resamples of
-the test set, drawn once per run as the workflow does; their drawing is timed
-apart). Random logits stand in for a model's; the timing does not depend on
-their values much. The last lines give the bootstrap's cost for the paper's
-configuration (2 datasets × 100 epochs × 2 states) and its ratio to the rest of
-the per-epoch work, both measured in this run.
+One (epoch, state) is what the scores and trust stages compute for one epoch of
+one calibrator (docs/method.md §3, §5–§8): :func:`trustcal.reporting.tables.score_tables`
+and :func:`~trustcal.reporting.tables.trust_tables` on 10,000 × 10 test
+predictions with 200 bootstrap resamples (every score, its interval, the side
+tables, the trust opinions and their intervals), plus the validation split
+where a table needs it (its row of scores.csv; the cluster opinions of
+dynamic_trust.csv are learned on it). The trust sweep (6 epochs of a run, not
+every one) is left out. The states are the raw model and temperature scaling
+(T = 1.7); random logits stand in for a model's (the cost does not depend on
+their values much).
 
-    python benchmarks/bench_metrics.py [--n 10000] [--k 10] [--repeats 7] [--out CSV]
+The FLOOR, measured in the same run: one pass over the B × N resample counts,
+the matrix product of the counts with the N × F matrix of per-sample terms that
+the scores' resamples need (F = 200 for 10 classes); the ratio of the cost to
+it is what to compare between machines, not the milliseconds.
+
+CPU time of this process (``time.process_time``) with one BLAS thread: the
+cost on one core, whatever else the machine runs; the median over
+``--repeats`` rounds. The pieces (the same functions timed apart) say where it goes.
+
+    python benchmarks/bench_metrics.py [--n 10000] [--val 6000] [--k 10] [--repeats 7] [--out CSV]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
-from pathlib import Path
+import os
 
-import numpy as np
-import pandas as pd
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core, before NumPy loads
+    os.environ.setdefault(_var, "1")
 
-from trustcal.measures import metrics as M
-from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores, resample_counts
-from trustcal.reporting.tables import MetricParams
+import argparse  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-BOOTSTRAP = ("bootstrap_scores", "bootstrap_opinions")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from trustcal.measures import metrics as M  # noqa: E402
+from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores  # noqa: E402
+from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
+from trustcal.reporting.tables import (  # noqa: E402
+    MetricParams,
+    Predictions,
+    _resample_counts,
+    dynamic_trust_table,
+    score_tables,
+    trust_tables,
+)
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -36,97 +56,101 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def one_split(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray) -> dict[str, float]:
-    """Time each piece of the per-split work once; returns seconds per piece."""
-    pieces = {
-        "bootstrap_scores": lambda: bootstrap_scores(probs, labels, counts, MetricParams()),
-        "bootstrap_opinions": lambda: bootstrap_opinions(probs, labels, counts),
-        "scalar_metrics": lambda: M.scalar_metrics(probs, labels),
-        "reliability_table": lambda: M.reliability_table(probs, labels),
-        "trust_spectrum": lambda: M.trust_spectrum(probs, labels),
-        "trust_density_table": lambda: M.trust_density_table(probs, labels),
-        "geometric_bins": lambda: M.geometric_bins(probs, labels),
-    }
-    out = {}
-    for name, fn in pieces.items():
-        t0 = time.perf_counter()
-        fn()
-        out[name] = time.perf_counter() - t0
-    return out
+def cpu_seconds(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def fake_logits(rng, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    labels = rng.integers(0, k, n)
+    logits = rng.normal(0, 1, (n, k)) * 4
+    logits[np.arange(n), labels] += 6  # a fairly accurate, overconfident model
+    return logits, labels
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=10_000, help="samples (default 10000)")
+    parser.add_argument("--n", type=int, default=10_000, help="test samples (default 10000)")
+    parser.add_argument("--val", type=int, default=6_000, help="validation samples (default 6000)")
     parser.add_argument("--k", type=int, default=10, help="classes (default 10)")
-    parser.add_argument("--repeats", type=int, default=7, help="timed epochs (default 7)")
-    parser.add_argument("--epochs", type=int, default=100, help="epochs to extrapolate to (default 100)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed rounds (default 7)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples (default 200)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/metrics.csv"))
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
-    labels = rng.integers(0, args.k, args.n)
-    logits = rng.normal(0, 1, (args.n, args.k)) * 4
-    logits[np.arange(args.n), labels] += 6  # a fairly accurate, overconfident model
-    before, after = softmax(logits), softmax(logits / 1.7)
+    (test_logits, test_labels), (val_logits, val_labels) = (fake_logits(rng, m, args.k) for m in (args.n, args.val))
+    states = {"none": 1.0, "temperature": 1.7}
+    preds = {
+        state: [
+            Predictions(1, state, "test", softmax(test_logits / t), test_labels),
+            Predictions(1, state, "val", softmax(val_logits / t), val_labels),
+        ]
+        for state, t in states.items()
+    }
+    mp, tp, bootstrap = MetricParams(), TrustParams(), BootstrapParams(resamples=args.resamples)
+    draw_seconds = cpu_seconds(lambda: _resample_counts(args.n, bootstrap))  # once per run, as the stages do
+    counts = _resample_counts(args.n, bootstrap)
+    grid = np.linspace(0.0, 1.0, mp.density_points)
+    features = np.ones((args.n, 5 + 2 * sum(mp.ece_bins) + 3 * mp.l2_bins + args.k * mp.ece_bins[0]), np.float32)
 
-    t0 = time.perf_counter()
-    counts = resample_counts(args.n, BootstrapParams(resamples=args.resamples))
-    draw_seconds = time.perf_counter() - t0  # once per run and seed in the workflow
-    one_split(before, labels, counts)  # warm-up (imports, caches)
+    def whole(p):  # what the scores and trust stages compute for one (epoch, state)
+        return lambda: (score_tables(p, mp, bootstrap), trust_tables(p, tp, None, bootstrap))
+
+    def pieces(p):
+        test, val = p
+        return {
+            "bootstrap_scores": lambda: bootstrap_scores(test.probs, test.labels, counts, mp),
+            "bootstrap_opinions": lambda: bootstrap_opinions(test.probs, test.labels, counts, tp),
+            "scalar_metrics_test": lambda: M.scalar_metrics(test.probs, test.labels),
+            "scalar_metrics_val": lambda: M.scalar_metrics(val.probs, val.labels),
+            "reliability_table": lambda: M.reliability_table(test.probs, test.labels, mp.reliability_bins),
+            "trust_density_table": lambda: M.trust_density_table(test.probs, test.labels, grid=grid),
+            "trust_spectrum": lambda: M.trust_spectrum(test.probs, test.labels),
+            "trust_opinions": lambda: trust_opinions(test.probs, test.labels, tp),
+            "dynamic_trust": lambda: dynamic_trust_table(p, tp),
+        }
+
+    for p in preds.values():  # warm-up (imports, caches)
+        whole(p)()
     rows = []
     for rep in range(args.repeats):
-        for calibrated, probs in (("before", before), ("after", after)):
-            for piece, secs in one_split(probs, labels, counts).items():
-                rows.append({"repeat": rep, "calibrated": calibrated, "piece": piece, "seconds": secs})
+        rows.append({"repeat": rep, "piece": "floor", "seconds": cpu_seconds(lambda: counts @ features)})
+        for state, p in preds.items():
+            rows.append({"repeat": rep, "state": state, "piece": "total", "seconds": cpu_seconds(whole(p))})
+            for piece, fn in pieces(p).items():
+                rows.append({"repeat": rep, "state": state, "piece": piece, "seconds": cpu_seconds(fn)})
     timings = pd.DataFrame(rows)
-
-    per_epoch = timings.groupby("repeat")["seconds"].sum()  # both splits, all pieces
-    per_piece = (
-        timings.groupby(["repeat", "piece"])["seconds"].sum().groupby("piece").median().sort_values(ascending=False)
-    )
-    median_epoch = statistics.median(per_epoch)
+    # per (epoch, state): the mean of the states in each round, then the median over rounds
+    per_state = timings.groupby(["repeat", "piece"])["seconds"].mean().groupby("piece").median()
+    floor, total = per_state.pop("floor"), per_state.pop("total")
+    per_state = per_state.sort_values(ascending=False)
 
     summary = pd.DataFrame(
-        [
-            {
-                "piece": p,
-                "n": args.n,
-                "k": args.k,
-                "median_seconds_per_epoch": s,
-                f"seconds_for_{args.epochs}_epochs": s * args.epochs,
-            }
-            for p, s in per_piece.items()
-        ]
-        + [
-            {
-                "piece": "total",
-                "n": args.n,
-                "k": args.k,
-                "median_seconds_per_epoch": median_epoch,
-                f"seconds_for_{args.epochs}_epochs": median_epoch * args.epochs,
-            }
-        ]
+        [{"piece": "total", "median_cpu_seconds": total}]
+        + [{"piece": name, "median_cpu_seconds": s} for name, s in per_state.items()]
+        + [{"piece": "floor", "median_cpu_seconds": floor}]
     )
+    summary.insert(1, "n_test", args.n)
+    summary.insert(2, "n_val", args.val)
+    summary.insert(3, "k", args.k)
+    summary.insert(4, "resamples", args.resamples)
+    summary["ratio_to_floor"] = summary["median_cpu_seconds"] / floor
     args.out.parent.mkdir(parents=True, exist_ok=True)
     summary.to_csv(args.out, index=False)
 
-    print(f"{args.n} x {args.k} predictions, before + after calibration, {args.repeats} repeats")
+    print(
+        f"{args.n} x {args.k} test + {args.val} x {args.k} validation predictions, {args.resamples} resamples, "
+        f"{args.repeats} rounds, CPU time on one core (median)"
+    )
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print(
-        f"median per epoch: {median_epoch * 1e3:.1f} ms; "
-        f"extrapolated for {args.epochs} epochs: {median_epoch * args.epochs:.1f} s"
-    )
-    boot = sum(per_piece[p] for p in BOOTSTRAP)
-    rest = median_epoch - boot
-    paper = 2 * args.epochs * boot + 2 * draw_seconds  # 2 datasets × epochs; both states are in `boot`
-    print(
-        f"bootstrap ({args.resamples} resamples): {boot * 1e3:.1f} ms per epoch (both states), "
-        f"{boot / rest:.2f}x the rest of the per-epoch metric work ({rest * 1e3:.1f} ms); drawing the "
-        f"resamples {draw_seconds * 1e3:.0f} ms once; paper's configuration (2 datasets x {args.epochs} "
-        f"epochs, one seed): {paper:.1f} s of CPU, {paper / 2:.1f} s on 2 cores"
+        f"per (epoch, state): {total * 1e3:.1f} ms = {total / floor:.1f}x the floor ({floor * 1e3:.1f} ms: the "
+        f"{args.resamples} x {args.n} counts times the {args.n} x {features.shape[1]} per-sample terms); "
+        f"the pieces timed apart sum to {per_state.sum() * 1e3:.1f} ms; drawing the resamples "
+        f"{draw_seconds * 1e3:.0f} ms once per run"
     )
     print(f"written: {args.out}")
 

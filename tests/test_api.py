@@ -262,3 +262,16 @@ def test_calibrators_give_one_row_each_and_their_opinions():
     assert set(result.calibration["calibrator"]) == {"temperature", "isotonic"}
     with pytest.raises(PredictionError, match="no rows of calibrator 'dirichlet'"):
         result.network_opinion("dirichlet")
+
+
+def test_the_summary_of_one_prediction_set_has_no_epoch():
+    """One set of predictions (no epoch in its name) is summarised as one: no epoch column, no
+    "epoch 0", and a single fitted temperature shown once (not "T = 1.5 … 1.5")."""
+    probs, labels = model_outputs(0)
+    val_probs, val_labels = model_outputs(1)
+    text = trustcal.assess(probs, labels, validation=(val_probs, val_labels), kind="logits", bootstrap=20).summary()
+    assert "epoch" not in text
+    (t_line,) = [line for line in text.splitlines() if "T = " in line]
+    assert "…" not in t_line
+    table_lines = [line for line in text.splitlines() if line.startswith(("acc", "   acc"))]
+    assert table_lines, text

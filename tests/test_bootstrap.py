@@ -162,3 +162,46 @@ def test_l2_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows():
         assert got["l2_ece_debiased"][b] ** 2 == pytest.approx(
             max(debiased, 0.0), abs=float(4 * len(rows) * np.finfo(np.float32).eps)
         )
+
+
+@pytest.mark.parametrize(
+    "case", ["distinct", "tied", "all correct", "all wrong", "misses first", "one sample", "all misses drawn away"]
+)
+def test_ks_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows(case):
+    """KS, AURC and E-AURC of every resample against the metrics recomputed on the drawn rows, with
+    distinct confidences (read only at the ends of runs of hits and misses, the usual case) and with
+    ties (groups of equal confidence), at the edges: no error, no hit, the lowest confidences all
+    misses (the walk falls from its first sample), a single sample, errors never drawn."""
+    from trustcal.measures import metrics
+    from trustcal.measures.bootstrap import bootstrap_scores
+    from trustcal.reporting.tables import MetricParams
+
+    probs, labels = predictions(n=1 if case == "one sample" else 300, k=3, seed=11)
+    pred, order = probs.argmax(1), np.argsort(probs.max(1))
+    if case == "tied":
+        probs[:40] = probs[0]
+    if case == "all correct":
+        labels = pred.copy()
+    if case == "all wrong":
+        labels = (pred + 1) % 3
+    if case == "misses first":  # the 30 lowest confidences wrong, the rest right
+        labels = pred.copy()
+        labels[order[:30]] = (pred[order[:30]] + 1) % 3
+    counts = resample_counts(len(labels), BootstrapParams(resamples=5, seed=1))
+    if case == "all misses drawn away":
+        labels = pred.copy()
+        labels[:5] = (pred[:5] + 1) % 3
+        counts[:, 5] += counts[:, :5].sum(axis=1)  # no resample draws an error (each still draws n)
+        counts[:, :5] = 0
+    conf = probs.max(1)
+    assert (np.unique(conf).size == conf.size) == (case != "tied")
+    got = bootstrap_scores(probs, labels, counts, MetricParams())
+    n = len(labels)
+    # Σ of ≤ n terms, each of a few products of numbers ≤ n·H_n, over n: 4·n·H_n·eps64 bounds the rounding
+    tol = 4 * n * (np.log(n) + 1) * np.finfo(float).eps
+    for b in range(len(counts)):
+        rows = np.repeat(np.arange(n), counts[b].astype(int))
+        p, y = probs[rows], labels[rows]
+        assert got["ks_error"][b] == pytest.approx(metrics.ks_error(p, y), abs=tol)
+        assert got["aurc"][b] == pytest.approx(metrics.aurc(p, y), abs=tol)
+        assert got["eaurc"][b] == pytest.approx(metrics.eaurc(p, y), abs=tol)

@@ -104,8 +104,15 @@ def test_a_100_epoch_run_is_still_a_few_jobs_per_dataset_and_seed(tiny):
 def test_retries_scale_memory_and_runtime_with_the_attempt():
     profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
     assert profile["executor"] == "slurm" and profile["retries"] >= 1
-    for rule in ("prepare", "logits", "calibrate", "trust", "scores"):  # train: in the rule (per seed)
-        assert "attempt" in str(profile["set-resources"][rule]["mem_mb"]), rule
+    # each rule's mem_mb and runtime grow with the attempt (common.smk: scaled); the profile does not
+    # replace them (tests/test_costs.py: the sizes recorded per epoch reach the submission)
+    rules = "".join(smk.read_text() for smk in (REPO / "workflow" / "rules").glob("*.smk"))
+    requests = re.findall(r"^        (mem_mb|runtime)=(.*)$", rules, flags=re.M)
+    assert len(requests) == 2 * len(re.findall(r"^rule ", rules, flags=re.M))  # every rule states both
+    for name, value in requests:
+        assert value.startswith("scaled(") or "attempt" in value, (name, value)
+    for rule, settings in profile["set-resources"].items():
+        assert not {"mem_mb", "runtime"} & set(settings), rule
 
 
 # --- a real run through slurmctld --------------------------------------------------------

@@ -7,7 +7,7 @@ import sys
 
 import pandas as pd
 import pytest
-from workflow_utils import REPO, planned_jobs
+from workflow_utils import REPO, make_workdir, planned_jobs, snakemake
 
 from trustcal.errors import TrustcalError
 from trustcal.study import TOTAL, cost_lines, cost_summary, read_costs, write_costs
@@ -200,3 +200,49 @@ def test_every_job_of_the_tiny_run_has_its_cost(finished, tmp_path):
     written, summary, _ = write_costs(finished / "results", tmp_path)
     assert summary.set_index(["rule", "dataset"]).loc[(TOTAL, TOTAL), "jobs"] == len(costs) == len(written)
     assert pd.read_csv(tmp_path / "costs.csv")["wall_s"].sum() == pytest.approx(costs["wall_s"].sum(), rel=1e-5)
+
+
+def slurm_requests(workdir, epochs, methods) -> dict[str, tuple[int, int]]:
+    """rule → (mem_mb, runtime) of the dry run's first job of each rule, submitted with profiles/slurm."""
+    calibration = f"calibration={{methods: [{', '.join(methods)}]}}"
+    proc = snakemake(
+        workdir,
+        "--dry-run",
+        "--workflow-profile",
+        str(REPO / "profiles" / "slurm"),
+        "--config",
+        f"epochs={epochs}",
+        calibration,
+    )
+    out = proc.stdout + proc.stderr
+    found = {}
+    for rule, res in re.findall(r"^ *rule (\w+):.*?^ *resources: ([^\n]*)", out, flags=re.S | re.M):
+        mem, runtime = re.search(r"mem_mb=(\d+)", res), re.search(r"runtime=(\d+)", res)
+        found.setdefault(rule, (int(mem.group(1)), int(runtime.group(1))))
+    return found
+
+
+@pytest.mark.cluster
+def test_slurm_requests_grow_with_epochs_and_calibrators_as_recorded(tmp_path):
+    """The rules' requests reach the submission (the profile does not replace them) and grow as the
+    recorded costs do: linearly in epochs, and in calibration states where a job holds every state."""
+    workdir = make_workdir(tmp_path / "work", datasets=["mnist"])
+    paper = ["temperature"]  # 2 states: the raw model and temperature scaling
+    every = ["temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic"]  # 7 states
+    short, long, wide = (
+        slurm_requests(workdir, 3, paper),
+        slurm_requests(workdir, 100, paper),
+        slurm_requests(workdir, 100, every),
+    )
+    for rule in ("logits", "calibrate", "trust", "scores", "trust_bootstrap", "train"):
+        assert long[rule][1] > short[rule][1], rule  # runtime grows with the epochs
+    for rule in ("calibrate", "trust", "scores", "trust_bootstrap"):
+        assert long[rule][0] > short[rule][0], rule  # so does the memory of the jobs that hold every epoch
+    # per epoch and calibration state: 97 more epochs × 2 states, then 100 epochs × 5 more states;
+    # each request is rounded up to a whole MB, so each difference is off by less than 2 MB
+    for rule in ("trust", "scores"):
+        assert (wide[rule][0] - long[rule][0]) * 97 * 2 == pytest.approx(
+            (long[rule][0] - short[rule][0]) * 100 * 5, abs=2 * (97 * 2 + 100 * 5)
+        ), rule
+    assert wide["trust_bootstrap"] == long["trust_bootstrap"]  # the raw model and temperature scaling only
+    assert wide["prepare"] == long["prepare"] == short["prepare"]

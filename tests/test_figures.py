@@ -419,7 +419,8 @@ def test_log_axis_tick_labels_never_overlap(spread):
 
 @pytest.mark.skipif(sys.platform != "linux", reason="figures are drawn in forked workers on Linux only")
 def test_figures_drawn_in_worker_processes_equal_those_drawn_here(tmp_path, monkeypatch):
-    """draw_figures draws in forked workers (one per core): the same pixels as drawn in this process, and
+    """draw_figures draws in forked workers (``processes``, the CLI's cores): the same pixels as drawn in
+    this process (the library's default), and
     a figure that fails in a worker is skipped with a warning naming it, its file not left behind."""
     from dataclasses import replace
 
@@ -433,9 +434,10 @@ def test_figures_drawn_in_worker_processes_equal_those_drawn_here(tmp_path, monk
     monkeypatch.setitem(registry.FIGURES, "trust_spectrum", replace(registry.FIGURES["trust_spectrum"], draw=broken))
     drawn = {}
     for workers in (2, 1):
-        monkeypatch.setattr(assessment, "figure_workers", lambda n, workers=workers: workers)
         a.warnings.clear()
-        drawn[workers] = assessment.draw_figures(a, tmp_path / str(workers) / "figures", "m", formats=("png",))
+        drawn[workers] = assessment.draw_figures(
+            a, tmp_path / str(workers) / "figures", "m", formats=("png",), processes=workers
+        )
         (skipped,) = a.warnings
         assert skipped.code == "figure_skipped"
         assert skipped.message == "figure trust_spectrum skipped (RuntimeError: broken on purpose)."

@@ -573,6 +573,50 @@ def test_reliability_table_shape():
     assert (table.groupby("class_index")["count"].sum() == 5).all()
 
 
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(2, 6), st.integers(1, 12))
+def test_reliability_table_is_each_curve_binned_at_once(seed, n, k, n_bins):
+    """The table bins all K + 1 curves in one pass; the oracle is :func:`reliability_curve` per curve,
+    row for row and bit for bit (each bin sums the same samples in the same order), with the
+    table's ``curve``/``class_index`` labels, edges on bin boundaries (0.1, 0.3) and an absent class."""
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(k, 0.5), n)
+    probs[rng.random(n) < 0.2, 0] = 0.3  # a confidence exactly on an inner edge (for 10 bins)
+    labels = rng.integers(0, k - 1, n)  # class k − 1 never occurs
+    frames = []
+    for c in [None, *range(k)]:
+        curve = M.reliability_curve(probs, labels, n_bins, class_index=c)
+        curve.insert(0, "class_index", pd.array([c] * n_bins, dtype="Int64"))
+        curve.insert(0, "curve", "top_label" if c is None else "one_vs_rest")
+        frames.append(curve)
+    pd.testing.assert_frame_equal(
+        M.reliability_table(probs, labels, n_bins), pd.concat(frames, ignore_index=True), check_exact=True
+    )
+
+
+def test_side_tables_are_those_of_the_test_split_and_scores_of_every_split():
+    """score_tables: the side tables (read by the figures for the test split only) come from the test
+    predictions alone, the same rows as a call on those alone; scores.csv keeps a row per split; with
+    no test split the side tables are those of the splits given."""
+    from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+
+    rng = np.random.default_rng(3)
+    preds = [
+        Predictions(epoch, cal, split, rng.dirichlet(np.ones(3), 40), rng.integers(0, 3, 40))
+        for epoch in (1, 2)
+        for cal in ("none", "temperature")
+        for split in ("test", "val")
+    ]
+    mp = MetricParams(density_points=11)
+    both, test_only = score_tables(preds, mp), score_tables([p for p in preds if p.split == "test"], mp)
+    assert sorted(set(both["scores"]["split"])) == ["test", "val"] and len(both["scores"]) == 8
+    for name in ("trust_spectrum", "reliability", "trust_density"):
+        assert set(both[name]["split"]) == {"test"}, name
+        pd.testing.assert_frame_equal(both[name], test_only[name], check_exact=True)
+    val_only = score_tables([p for p in preds if p.split == "val"], mp)
+    assert set(val_only["reliability"]["split"]) == {"val"}
+
+
 # --- all scalars, and the author's real files ---------------------------------------
 
 EXPECTED_KEYS = {

@@ -19,8 +19,9 @@ rule calibrate:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=15,
+        # recorded: 150-240 MB + up to 6 MB an epoch; up to 0.7 s an epoch (one calibrator)
+        mem_mb=scaled(500, per_epoch=10),
+        runtime=scaled(5, per_epoch=0.05),
     params:
         calibration=lambda w: calibration_params(w.calibrator),
     script:
@@ -42,7 +43,7 @@ rule calibration_table:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        mem_mb=scaled(500),  # recorded: 160 MB, 2 s
+        runtime=scaled(5),
     script:
         "../scripts/calibration_table.py"

@@ -28,8 +28,8 @@ rule external:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        mem_mb=scaled(4000),  # not yet recorded: an assessment does what trust and scores do
+        runtime=scaled(30),
     params:
         options=lambda w: EXTERNAL[w.name],
         trust=trust_params(),

@@ -28,8 +28,8 @@ rule figures:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=scaled(1000),  # recorded: 300 MB, 15-25 s
+        runtime=scaled(10),
     params:
         **figure_params("figures"),
     script:
@@ -50,8 +50,8 @@ rule metric_figures:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=scaled(1000),  # recorded: 300 MB, 30-40 s
+        runtime=scaled(10),
     params:
         **figure_params("metric_figures"),
     script:

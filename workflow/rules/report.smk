@@ -38,8 +38,8 @@ rule verdict:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        mem_mb=scaled(1000),  # recorded: 160 MB, 2 s
+        runtime=scaled(5),
     params:
         settings={
             "epochs": config["epochs"],

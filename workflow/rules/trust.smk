@@ -22,8 +22,9 @@ rule trust:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=15,
+        # recorded: 210 MB + 1.4 MB an epoch and calibration state; 0.2 s an epoch and state
+        mem_mb=scaled(500, per_epoch=3, per_state=True),
+        runtime=scaled(5, per_epoch=0.01, per_state=True),
     params:
         trust=trust_params(),
         sweep=sweep_params(),
@@ -51,8 +52,9 @@ rule scores:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=15,
+        # recorded: 300 MB + 3.4 MB an epoch and calibration state; 0.5 s an epoch and state
+        mem_mb=scaled(500, per_epoch=7, per_state=True),
+        runtime=scaled(5, per_epoch=0.02, per_state=True),
     params:
         metrics=config["metrics"],
         bootstrap=config["bootstrap"],
@@ -76,8 +78,9 @@ rule trust_bootstrap:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=3000,
-        runtime=15,
+        # recorded: 175 MB + 4 MB an epoch; 0.35 s an epoch (the raw model and temperature scaling)
+        mem_mb=scaled(500, per_epoch=8),
+        runtime=scaled(5, per_epoch=0.02),
     params:
         trust=trust_params(),
         bootstrap=config["bootstrap"],

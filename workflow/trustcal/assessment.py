@@ -521,15 +521,16 @@ def draw_figures(
     title: str,
     progress: Progress = no_progress,
     formats: Sequence[str] = FIGURE_FORMATS,
+    processes: int = 1,
 ) -> list[str]:
-    """Draw every figure into ``fig_dir``, a file per format of ``formats``, on every core available
-    (:func:`figure_workers`); a figure that fails is skipped with a warning, never fatal."""
+    """Draw every figure into ``fig_dir``, a file per format of ``formats``, in up to ``processes``
+    processes (:func:`figure_workers`); a figure that fails is skipped with a warning, never fatal."""
     fig_dir.mkdir(parents=True, exist_ok=True)
     drawn = []
     jobs, a.figures_need = _figure_jobs(a, title)
     a.figures_left_out = list(a.figures_need)
     named = [(name, [fig_dir / f"{name}.{ext}" for ext in formats]) for name, _ in jobs]
-    errors = _drawn([(draw, paths) for (_, draw), (_, paths) in zip(jobs, named)], figure_workers(len(jobs)))
+    errors = _drawn([(draw, paths) for (_, draw), (_, paths) in zip(jobs, named)], figure_workers(len(jobs), processes))
     for (name, paths), error in zip(progress(named, "figures", "figure"), errors):
         if error is None:
             drawn += [str(p.relative_to(fig_dir.parent)) for p in paths]
@@ -540,13 +541,20 @@ def draw_figures(
     return drawn
 
 
-def figure_workers(figures: int) -> int:
-    """Processes that draw ``figures`` figures: one per core this process may use, at most one per figure.
-    Forked, so that they share the tables and the imported matplotlib; where fork is not safe (macOS,
-    Windows) this process alone."""
+def figure_workers(figures: int, processes: int) -> int:
+    """Processes that draw ``figures`` figures: at most ``processes`` (the caller's share of the cores:
+    the CLI's every core, a workflow job's threads), at most one per figure. Forked, so that they share
+    the tables and the imported matplotlib; where fork is not safe (macOS, Windows) this process alone.
+    The library's default is 1, this process alone: forking a process with threads of its own (a
+    notebook's kernel) is not safe."""
     if sys.platform != "linux" or figures < 2:
         return 1
-    return max(1, min(figures, len(os.sched_getaffinity(0))))
+    return max(1, min(figures, processes, len(os.sched_getaffinity(0))))
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _draw_quietly(draw: Callable, paths: list[Path]) -> str | None:
@@ -633,7 +641,8 @@ def format_summary(a: Assessment) -> str:
     key = dict(acc="accuracy", ECE="ece", NTS="net_trust_score", b="belief", d="disbelief", u="uncertainty")
     fmt = dict(acc="{:.4f}", ECE="{:.4f}", NTS="{:.4f}", b="{:.3f}", d="{:.3f}", u="{:.1e}")
     block_width = sum(widths[c] for c in block) + len(block) - 1
-    lead_width = 5 + (10 if same_acc else 0)
+    single = list(wide.index) == [0]  # one prediction set whose name holds no epoch: no epoch column
+    lead_width = (0 if single else 5) + (10 if same_acc else 0)
 
     def cells(values: dict) -> str:
         return " ".join(
@@ -644,7 +653,7 @@ def format_summary(a: Assessment) -> str:
         "  " + (" after calibration " if s else " before calibration ").center(block_width, "-") for s in states
     )
     header = (
-        "epoch"
+        ("" if single else "epoch")
         + ("  accuracy" if same_acc else "")
         + "".join("  " + " ".join(c.rjust(widths[c]) for c in block) for _ in states)
     )
@@ -659,7 +668,7 @@ def format_summary(a: Assessment) -> str:
                 f"{'…':>5}  ({len(wide) - 2 * (SUMMARY_MAX_EPOCHS // 2)} more epochs in scores.csv and trust.csv)"
             )
             continue
-        line = f"{e:>5}"
+        line = "" if single else f"{e:>5}"
         if same_acc:
             line += f"  {wide['accuracy'][False][e]:>8.4f}"
         for s in states:
@@ -679,7 +688,8 @@ def format_summary(a: Assessment) -> str:
         t = cal.loc[cal["calibrator"] == "temperature", "temperature"]
         others = [c for c in dict.fromkeys(cal["calibrator"]) if c != "temperature"]
         if len(t):
-            head.append(f"temperature scaling fitted on the validation data: T = {t.min():.3g} … {t.max():.3g}")
+            spread = f"{t.min():.3g}" if len(t) == 1 else f"{t.min():.3g} … {t.max():.3g}"
+            head.append(f"temperature scaling fitted on the validation data: T = {spread}")
         if others:
             head.append(f"also fitted on the validation data: {', '.join(others)}")
     if a.history_file is not None:
@@ -697,6 +707,8 @@ def format_summary(a: Assessment) -> str:
     foot += [
         f"{len(a.warnings)} warning{'s' if len(a.warnings) != 1 else ''}" + (" (warnings.txt)" if a.warnings else ""),
     ]
+    if single:  # no epoch column: drop the two spaces that would separate it from the rest
+        groups, header, rows = groups[2:], header[2:], [r[2:] for r in rows]
     return "\n".join(head + ["", groups, header, *rows, ""] + foot)
 
 
@@ -715,9 +727,10 @@ def calibrator_lines(a: Assessment) -> list[str]:
     if table.empty or ("ece_lo" not in table and table["calibrator"].nunique() <= 2):
         return []
     last = table[table["epoch"] == table["epoch"].max()]
+    epoch = int(last["epoch"].iloc[0])
     lines = [
         "",
-        f"epoch {int(last['epoch'].iloc[0])}, test set"
+        ("test set" if epoch == 0 and table["epoch"].nunique() == 1 else f"epoch {epoch}, test set")
         + (", [95 % bootstrap interval]" if "ece_lo" in table else "")
         + ":",
     ]
@@ -821,10 +834,11 @@ def write_assessment(
     paper_claims: str | None = None,
     progress: Progress = no_progress,
     figure_formats: Sequence[str] = FIGURE_FORMATS,
+    processes: int = 1,
 ) -> None:
-    """Tables, figures (a file per format of ``figure_formats``), summary.txt, warnings.txt and assess.json
-    into ``out`` (a fresh directory); with ``paper_claims`` (a dataset of the paper) also the verdict on the
-    paper's claims."""
+    """Tables, figures (a file per format of ``figure_formats``, drawn in up to ``processes`` processes),
+    summary.txt, warnings.txt and assess.json into ``out`` (a fresh directory); with ``paper_claims`` (a
+    dataset of the paper) also the verdict on the paper's claims."""
     for name, df in a.tables.items():
         write_csv(df, out / f"{name}.csv")
     if paper_claims:
@@ -838,7 +852,7 @@ def write_assessment(
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     if figures:
-        a.figures = draw_figures(a, fig_dir, title, progress, figure_formats)
+        a.figures = draw_figures(a, fig_dir, title, progress, figure_formats, processes)
     (out / "summary.txt").write_text(a.summary() + "\n")
     (out / "warnings.txt").write_text("".join(f"[{w.code}] {w}\n" for w in a.warnings))
     info = dict(
@@ -886,10 +900,12 @@ def assess_to_dir(
     figure_formats: Sequence[str] = FIGURE_FORMATS,
     paper_claims: str | None = None,
     progress: Progress = no_progress,
+    processes: int = 1,
 ) -> Assessment:
     """:func:`assess`, then write everything to ``out``; on any error ``out`` is left as it was.
     ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims about that dataset.
-    ``progress`` shows the reading of the files and the drawing of the figures."""
+    ``progress`` shows the reading of the files and the drawing of the figures; ``processes``: how
+    many processes may draw the figures (:func:`figure_workers`)."""
     sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
     with atomic_directory(out, MARKER) as tmp:
         a = assess(
@@ -925,5 +941,6 @@ def assess_to_dir(
             paper_claims=paper_claims,
             progress=progress,
             figure_formats=figure_formats,
+            processes=processes,
         )
     return a

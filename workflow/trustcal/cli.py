@@ -523,7 +523,7 @@ def print_warnings(warnings, file=None) -> None:
 
 
 def run_assess(args) -> int:
-    from trustcal.assessment import assess_to_dir, no_progress, summary_dict
+    from trustcal.assessment import assess_to_dir, available_cores, no_progress, summary_dict
     from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import TrustParams
     from trustcal.predictions import ReadOptions
@@ -556,6 +556,7 @@ def run_assess(args) -> int:
         figure_formats=args.figure_formats,
         paper_claims=args.paper_claims,
         progress=show,
+        processes=available_cores(),  # figures drawn in parallel: a fresh process of our own, safe to fork
     )
     if show is not no_progress:
         show.done(len(result.files))

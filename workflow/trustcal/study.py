@@ -397,7 +397,8 @@ def read_costs(results: Path) -> pd.DataFrame:
 
     Snakemake samples memory and CPU every 0.5 s for the first 15 s of a job and every 30 s after that:
     a peak between two samples is missed, and the CPU seconds are those of the last sample (up to 30 s
-    short for a long job); ``NA`` (nothing sampled) is kept as missing.
+    short for a long job); ``NA`` (nothing sampled) is kept as missing. A job run again records its
+    last execution only (training resumed after ``epochs`` was raised: the new epochs only).
     """
     root = results / "benchmarks"
     files = sorted(root.rglob("*.tsv"))

@@ -166,25 +166,48 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
     out["ece"] = out[f"ece_{m0}"]
     out["l2_ece"], out["l2_ece_debiased"] = _l2(out.pop("l2_count"), out.pop("l2_conf"), out.pop("l2_hit"), n)
     # KS and AURC: each resample's counts in increasing confidence (a contiguous row of N counts per
-    # resample, so every cumulative sum below runs along memory), summed over each group of equal
-    # confidences (cumulative sums over the samples, read at the last sample of each group)
+    # resample, so every pass below runs along memory), summed over each group of equal confidences
+    # (cumulative sums over the samples, read at the last sample of each group)
     ranked = conf[order]
     ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))  # last sample of each group
     ends = None if ends.size == n else ends  # no ties (the usual case): every sample ends its group
     drawn = np.asarray(counts)[:, order]  # B × N
-    whole = drawn.astype(np.int32)  # the counts are whole numbers: integer sums are exact, and faster
-    missed = whole * (1 - hit[order].astype(np.int32))  # drawn copies of wrong predictions
-
-    def at_ends(running: np.ndarray) -> np.ndarray:
-        return running if ends is None else running[:, ends]
-
-    walk = at_ends(np.cumsum(drawn * gap[order], axis=1, dtype=np.float64))  # Σ (hit − conf) so far
+    walk = np.cumsum(drawn * gap[order], axis=1, dtype=np.float64)  # Σ (hit − conf) so far
+    walk = walk if ends is None else walk[:, ends]
     out["ks_error"] = np.maximum(walk.max(axis=1), -walk.min(axis=1)) / n
-    through = at_ends(np.cumsum(whole, axis=1, dtype=np.int32))  # drawn up to each group's end
-    wrong = at_ends(np.cumsum(missed, axis=1, dtype=np.int32))  # … and wrong among them
-    rate = None if ends is not None else 1.0 - hit[order]  # without ties a sample's copies are its group
-    out["aurc"], out["eaurc"] = _aurc(through, wrong, n, rate)
+    if ends is None:  # a resample's groups are its copies of one sample
+        out["aurc"], out["eaurc"] = _aurc_distinct(drawn, hit[order], n)
+        return out
+    whole = drawn.astype(np.int32)  # the counts are whole numbers: integer sums are exact
+    through = np.cumsum(whole, axis=1, dtype=np.int32)[:, ends]  # drawn up to each group's end
+    missed = whole * (1 - hit[order].astype(np.int32))  # drawn copies of wrong predictions
+    wrong = np.cumsum(missed, axis=1, dtype=np.int32)[:, ends]  # … and wrong among them
+    out["aurc"], out["eaurc"] = _aurc(through, wrong, n)
     return out
+
+
+def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """AURC and E-AURC of each resample when the N confidences are distinct: ``drawn`` (B × N counts)
+    and ``hit`` in increasing confidence. One running sum over the counts, not the two of :func:`_aurc`.
+
+    Σ_k risk_k = Σ over the errors of Σ_{k ≥ its position} 1/k. A missed sample drawn w times after
+    s drawn samples of higher confidence holds positions s + 1 … s + w (its copies are one group, all
+    errors), so it adds Σ_{j=0}^{w−1} (H_N − H_{s+j}) = w·(H_N − H_{s+w} + 1) − s·(H_{s+w} − H_s), by
+    Σ_{t<m} H_t = m·(H_m − 1); s comes from the counts summed up to each miss.
+    """
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
+    misses = np.flatnonzero(hit == 0)
+    if misses.size == 0:
+        return np.zeros(len(drawn)), np.zeros(len(drawn))
+    # drawn up to and including each miss (whole numbers, exact in float32 below 2^24)
+    upto = np.cumsum(drawn[:, : misses[-1] + 1], axis=1)[:, misses]
+    w = drawn[:, misses]
+    s = n - upto  # drawn with a higher confidence
+    h_end = harmonic[(s + w).astype(np.intp)]
+    area = (w * (harmonic[n] - h_end + 1.0) - s * (h_end - harmonic[s.astype(np.intp)])).sum(axis=1) / n
+    e = w.sum(axis=1, dtype=np.float64).astype(np.int64)  # errors of each resample
+    optimal = (e - (n - e) * (harmonic[n] - harmonic[n - e])) / n  # every error ranked last
+    return area, area - optimal
 
 
 def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -200,14 +223,10 @@ def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[n
     return np.sqrt(plugin), np.sqrt(np.maximum(debiased, 0.0))
 
 
-def _aurc(
-    through: np.ndarray, wrong: np.ndarray, n: int, rate: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """AURC and E-AURC of each resample, as :func:`trustcal.measures.metrics.aurc` computes them,
     from the samples drawn (``through``) and the errors among them (``wrong``) up to the end of each
-    group of equal confidence (B × groups, in increasing confidence; whole numbers). ``rate``: each
-    group's error rate when known beforehand (without ties, a group is one sample's copies, and its
-    rate that sample's miss, 0 or 1), else from the differences of ``wrong`` and ``through``.
+    group of equal confidence (B × groups, in increasing confidence; whole numbers).
 
     Samples are accepted in decreasing confidence; equal confidences form one group whose errors
     spread evenly (the resample's copies of a sample share its confidence, so they join its group).
@@ -215,9 +234,8 @@ def _aurc(
     adds Σ_{k=s+1}^{s+W} (A + (k − s)·E/W)/k = (A − s·E/W)(H_{s+W} − H_s) + E to Σ_k risk_k, with
     H the harmonic numbers: O(B·N) for all resamples, a few passes over B × groups arrays.
     """
-    if rate is None:  # an empty group has no error: rate 0 (it adds nothing: H_{s+0} − H_s = 0)
-        size, errors = np.diff(through, axis=1, prepend=0), np.diff(wrong, axis=1, prepend=0)
-        rate = errors / np.maximum(size, 1)
+    size, errors = np.diff(through, axis=1, prepend=0), np.diff(wrong, axis=1, prepend=0)
+    rate = errors / np.maximum(size, 1)  # an empty group has no error (and adds nothing: H_{s+0} − H_s = 0)
     before = n - through  # accepted before the group: every sample of higher confidence
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
     h_before = harmonic[before]

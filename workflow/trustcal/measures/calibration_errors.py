@@ -185,11 +185,14 @@ def smece(probs, labels, *, return_sigma: bool = False):
 # §5.5 L2 calibration error (Kumar, Liang & Ma 2019)
 
 
-def _l2_from_top_label(conf: np.ndarray, hit: np.ndarray, n_bins: int, binning: str) -> tuple[float, float]:
-    """(plug-in, debiased) top-label L2 calibration error from one binning."""
+def _l2_from_top_label(
+    conf: np.ndarray, hit: np.ndarray, n_bins: int, binning: str, idx: np.ndarray | None = None
+) -> tuple[float, float]:
+    """(plug-in, debiased) top-label L2 calibration error from one binning (``idx``: the bins, when at hand)."""
     from trustcal.measures.metrics import _binned_means, bin_indices
 
-    count, mean_conf, mean_hit = _binned_means(conf, hit, bin_indices(conf, n_bins, binning), n_bins)
+    idx = bin_indices(conf, n_bins, binning) if idx is None else idx
+    count, mean_conf, mean_hit = _binned_means(conf, hit, idx, n_bins)
     sq_gap = np.where(count > 0, (mean_conf - mean_hit) ** 2, 0.0)
     # unbiased per-bin estimate of (E[conf] − E[hit])²: subtract the variance of the bin's accuracy,
     # acc(1 − acc)/(n − 1); bins with fewer than 2 samples contribute 0 (as in ``calibration``)
@@ -272,8 +275,9 @@ def _group_ends(sorted_values: np.ndarray) -> np.ndarray:
     return np.append(sorted_values[1:] != sorted_values[:-1], True)
 
 
-def _ks_from_top_label(conf: np.ndarray, hit: np.ndarray) -> float:
-    order = np.argsort(conf, kind="stable")
+def _ks_from_top_label(conf: np.ndarray, hit: np.ndarray, order: np.ndarray | None = None) -> float:
+    """KS error; ``order``: the stable ascending sort of ``conf``, when already at hand."""
+    order = np.argsort(conf, kind="stable") if order is None else order
     c = conf[order]
     walk = np.cumsum(hit[order] - c)
     return float(np.max(np.abs(walk[_group_ends(c)])) / conf.size)

@@ -130,11 +130,21 @@ def bin_indices(conf, n_bins: int = 10, binning: str = "width") -> np.ndarray:
         idx = np.searchsorted(edges, conf, side="left") - 1  # edges[i] < c <= edges[i+1]
         return np.clip(idx, 0, n_bins - 1)
     if binning == "mass":
-        flat = conf.ravel()
-        rank = np.empty(flat.size, dtype=np.int64)
-        rank[np.argsort(flat, kind="stable")] = np.arange(flat.size)
-        return ((rank * n_bins) // max(flat.size, 1)).reshape(conf.shape)
+        return _mass_bins(_stable_ranks(conf.ravel()), n_bins).reshape(conf.shape)
     raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
+
+
+def _stable_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Rank r ∈ [0, N) of each value in a stable sort (``order``: that sort, when already at hand)."""
+    order = np.argsort(values, kind="stable") if order is None else order
+    rank = np.empty(values.size, dtype=np.int64)
+    rank[order] = np.arange(values.size)
+    return rank
+
+
+def _mass_bins(rank: np.ndarray, n_bins: int) -> np.ndarray:
+    """Equal-mass bin ⌊r·M/N⌋ of each rank (module docstring)."""
+    return (rank * n_bins) // max(rank.size, 1)
 
 
 def _binned_means(conf: np.ndarray, hit: np.ndarray, idx: np.ndarray, n_bins: int):
@@ -172,8 +182,10 @@ def brier(probs, labels) -> float:
     return float(np.mean(np.sum((probs - onehot) ** 2, axis=1)))
 
 
-def _gaps_from_top_label(conf: np.ndarray, hit: np.ndarray, n_bins: int, binning: str):
-    count, mean_conf, mean_hit = _binned_means(conf, hit, bin_indices(conf, n_bins, binning), n_bins)
+def _gaps_from_top_label(conf: np.ndarray, hit: np.ndarray, n_bins: int, binning: str, idx: np.ndarray | None = None):
+    """Per bin: count and |accuracy − confidence| (``idx``: the bins, when already at hand)."""
+    idx = bin_indices(conf, n_bins, binning) if idx is None else idx
+    count, mean_conf, mean_hit = _binned_means(conf, hit, idx, n_bins)
     return count, np.abs(mean_hit - mean_conf)
 
 
@@ -249,9 +261,7 @@ def question_answer_trust(probs, labels, alpha: float = 1.0, beta: float = 1.0) 
     (clipped to [0, 1] so float32 round-off cannot make 1 − C negative).
     """
     probs, labels = _check(probs, labels)
-    conf, hit = _top_label(probs, labels)
-    conf = np.clip(conf, 0.0, 1.0)
-    return np.where(hit > 0, conf**alpha, (1.0 - conf) ** beta)
+    return _qa_trust_from_top_label(*_top_label(probs, labels), alpha, beta)
 
 
 def trust_spectrum(probs, labels, n_classes: int | None = None, alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
@@ -265,6 +275,15 @@ def trust_spectrum(probs, labels, n_classes: int | None = None, alpha: float = 1
     k = np.asarray(probs).shape[1] if n_classes is None else int(n_classes)
     if labels.max() >= k:
         raise ValueError(f"labels reach {labels.max()} but n_classes = {k}")
+    return _spectrum_from_q(q, labels, k)
+
+
+def _qa_trust_from_top_label(conf: np.ndarray, hit: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    conf = np.clip(conf, 0.0, 1.0)
+    return np.where(hit > 0, conf**alpha, (1.0 - conf) ** beta)
+
+
+def _spectrum_from_q(q: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     count = np.bincount(labels, minlength=k).astype(float)
     total = np.bincount(labels, weights=q, minlength=k)
     return np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
@@ -276,8 +295,12 @@ def net_trust_score(probs, labels, alpha: float = 1.0, beta: float = 1.0) -> flo
     With P(z) = n_z/N this is exactly the mean of Q over all samples.
     """
     probs, labels = _check(probs, labels)
-    spectrum = trust_spectrum(probs, labels, alpha=alpha, beta=beta)
-    freq = np.bincount(labels, minlength=probs.shape[1]) / len(labels)
+    return _net_trust_from_q(question_answer_trust(probs, labels, alpha, beta), labels, probs.shape[1])
+
+
+def _net_trust_from_q(q: np.ndarray, labels: np.ndarray, k: int) -> float:
+    spectrum = _spectrum_from_q(q, labels, k)
+    freq = np.bincount(labels, minlength=k) / len(labels)
     return float(np.sum(freq[freq > 0] * spectrum[freq > 0]))
 
 
@@ -286,8 +309,10 @@ def expected_confidence(probs, labels) -> tuple[float, float]:
 
     Returns (C̄_correct, C̄_incorrect); NaN for a group with no sample.
     """
-    probs, labels = _check(probs, labels)
-    conf, hit = _top_label(probs, labels)
+    return _expected_confidence_from_top_label(*_top_label(*_check(probs, labels)))
+
+
+def _expected_confidence_from_top_label(conf: np.ndarray, hit: np.ndarray) -> tuple[float, float]:
     right = hit > 0
     c_right = float(np.mean(conf[right])) if right.any() else math.nan
     c_wrong = float(np.mean(conf[~right])) if (~right).any() else math.nan
@@ -565,15 +590,32 @@ def reliability_curve(probs, labels, n_bins: int = 10, class_index: int | None =
 def reliability_table(probs, labels, n_bins: int = 10) -> pd.DataFrame:
     """All reliability curves in one tidy table: the top-label curve
     (``class_index`` <NA>) and the K one-vs-rest curves, with a ``curve``
-    column ("top_label" / "one_vs_rest")."""
+    column ("top_label" / "one_vs_rest").
+
+    The K + 1 curves of :func:`reliability_curve`, binned at once: the one-vs-rest bins of every class
+    are one flat set (:func:`_onevsrest_binned`), so each bin sums the same samples in the same order.
+    """
     probs, labels = _check(probs, labels)
-    frames = []
-    for c in [None, *range(probs.shape[1])]:  # K + 1 curves
-        df = reliability_curve(probs, labels, n_bins, class_index=c)
-        df.insert(0, "class_index", pd.array([c] * n_bins, dtype="Int64"))
-        df.insert(0, "curve", "top_label" if c is None else "one_vs_rest")
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    k = probs.shape[1]
+    conf, hit = _top_label(probs, labels)
+    top = _binned_means(conf, hit, bin_indices(conf, n_bins), n_bins)
+    rest = _onevsrest_binned(probs, labels, n_bins)[2:]  # count, mean p, frequency: M·K each, class-major
+    count, mean_pred, freq = (np.concatenate([t, r]) for t, r in zip(top, rest))
+    curves = k + 1
+    edges = np.arange(n_bins + 1) / n_bins
+    return pd.DataFrame(
+        {
+            "curve": np.repeat(np.array(["top_label", "one_vs_rest"], dtype=object), [n_bins, n_bins * k]),
+            "class_index": pd.array([pd.NA] * n_bins + np.repeat(np.arange(k), n_bins).tolist(), dtype="Int64"),
+            "bin": np.tile(np.arange(n_bins), curves),
+            "bin_lower": np.tile(edges[:-1], curves),
+            "bin_upper": np.tile(edges[1:], curves),
+            "bin_centre": np.tile((np.arange(n_bins) + 0.5) / n_bins, curves),
+            "mean_predicted": mean_pred,
+            "observed_frequency": freq,
+            "count": count.astype(np.int64),
+        }
+    )
 
 
 def _mean_abs_gap(x: np.ndarray, y: np.ndarray) -> float:
@@ -613,12 +655,19 @@ def reliability_summary(curve: pd.DataFrame) -> dict[str, float]:
 
     Both are NaN for a curve without a non-empty bin.
     """
-    count = curve["count"].to_numpy(dtype=float)
+    return _reliability_summary_from_binned(
+        curve["count"].to_numpy(dtype=float),
+        curve["mean_predicted"].to_numpy(dtype=float),
+        curve["observed_frequency"].to_numpy(dtype=float),
+    )
+
+
+def _reliability_summary_from_binned(count: np.ndarray, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """:func:`reliability_summary` from the curve's per-bin count, mean predicted and observed frequency."""
     keep = count > 0
     if not keep.any():
         return {"squared_distance": math.nan, "mean_abs_gap": math.nan}
-    x = curve["mean_predicted"].to_numpy(dtype=float)[keep]
-    y = curve["observed_frequency"].to_numpy(dtype=float)[keep]
+    x, y = x[keep], y[keep]
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]
     sq = float(np.sum(count[keep][order] * (y - x) ** 2) / np.sum(count[keep]))
@@ -662,10 +711,13 @@ def scalar_metrics(
     ece_bins = tuple(int(m) for m in ece_bins)
     if not ece_bins:
         raise ValueError("ece_bins must name at least one bin count")
-    conf, hit = _top_label(probs, labels)
+    n, k = probs.shape
+    conf, hit = _top_label(probs, labels)  # the argmax, once
+    order = np.argsort(conf, kind="stable")  # one sort: the equal-mass bins and the KS error
+    rank = _stable_ranks(conf, order)
     width = {m: _gaps_from_top_label(conf, hit, m, "width") for m in ece_bins}  # shared by ECE and MCE
     out: dict[str, float] = {
-        "accuracy": accuracy(probs, labels),
+        "accuracy": float(np.mean(hit)),
         "mean_confidence": float(np.mean(conf)),
         "nll": nll(probs, labels),
         "brier": brier(probs, labels),
@@ -674,22 +726,25 @@ def scalar_metrics(
     for m in ece_bins:
         out[f"ece_{m}"] = _ece_from_gaps(*width[m])
     for m in ece_bins:
-        out[f"ece_mass_{m}"] = _ece_from_gaps(*_gaps_from_top_label(conf, hit, m, "mass"))
+        out[f"ece_mass_{m}"] = _ece_from_gaps(*_gaps_from_top_label(conf, hit, m, "mass", _mass_bins(rank, m)))
     for m in ece_bins:
         out[f"mce_{m}"] = _mce_from_gaps(*width[m])
     binned = _onevsrest_binned(probs, labels, ece_bins[0])
     out["classwise_ece"] = _classwise_from_binned(*binned[2:], *probs.shape)
     out["smece"] = _smece_from_top_label(conf, hit)[0]
-    out["l2_ece"], out["l2_ece_debiased"] = _l2_from_top_label(conf, hit, int(l2_bins), "mass")
+    out["l2_ece"], out["l2_ece_debiased"] = _l2_from_top_label(
+        conf, hit, int(l2_bins), "mass", _mass_bins(rank, int(l2_bins))
+    )
     if int(reliability_bins) != ece_bins[0]:
         binned = _onevsrest_binned(probs, labels, int(reliability_bins))
     out.update(_brier_decomposition_from_binned(probs, *binned))
-    out["ks_error"] = _ks_from_top_label(conf, hit)
+    out["ks_error"] = _ks_from_top_label(conf, hit, order)
     out["aurc"], out["eaurc"] = _aurc_from_top_label(conf, hit)
-    out["net_trust_score"] = net_trust_score(probs, labels, nts_alpha, nts_beta)
-    out["confidence_correct"], out["confidence_incorrect"] = expected_confidence(probs, labels)
+    out["net_trust_score"] = _net_trust_from_q(_qa_trust_from_top_label(conf, hit, nts_alpha, nts_beta), labels, k)
+    out["confidence_correct"], out["confidence_incorrect"] = _expected_confidence_from_top_label(conf, hit)
     out.update(geometric_metrics(probs, labels, eps=geo_eps, n_bins=geo_bins))
-    summary = reliability_summary(reliability_curve(probs, labels, reliability_bins))
+    rb = int(reliability_bins)
+    summary = _reliability_summary_from_binned(*_binned_means(conf, hit, bin_indices(conf, rb), rb))
     out["reliability_sq_distance"] = summary["squared_distance"]
     out["reliability_mean_abs_gap"] = summary["mean_abs_gap"]
     return {k: float(v) for k, v in out.items()}

@@ -239,14 +239,16 @@ def score_tables(
     """``scores`` (every scalar metric per epoch × calibrator × split; with ``bootstrap``, the
     percentile interval of each bootstrapped metric on the test split) and the side tables.
 
-    Side tables are computed on every split: ``trust_spectrum`` (NetTrustScore
-    per label), ``reliability`` (top-label and one-vs-rest curves) and
-    ``trust_density`` (KDE of the question-answer trust per label).
+    Side tables are computed on the test split (the only one a figure, the verdict or the study
+    report reads; the validation split gets its rows of scores; every split when none is test): ``trust_spectrum`` (NetTrustScore
+    per label), ``reliability`` (top-label and one-vs-rest curves) and ``trust_density`` (KDE of
+    the question-answer trust per label).
     """
     preds = list(preds)
     scores, spectra, curves, densities = [], [], [], []
     grid = np.linspace(0.0, 1.0, mp.density_points)
     counts = _counts(preds, bootstrap)
+    side_splits = {"test"} if _by_split(preds, "test") else {p.split for p in preds}
     for p in preds:
         row = _keys(
             p,
@@ -266,6 +268,8 @@ def score_tables(
             replicates = bootstrap_scores(p.probs, p.labels, counts, mp)
             row.update(_interval_columns(replicates, bootstrap.level))
         scores.append(row)
+        if p.split not in side_splits:
+            continue
         k = p.probs.shape[1]
         spectrum = metrics.trust_spectrum(p.probs, p.labels, k, mp.nts_alpha, mp.nts_beta)
         per_label = np.bincount(p.labels, minlength=k)
