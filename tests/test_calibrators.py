@@ -882,6 +882,58 @@ def test_a_calibrator_that_did_not_converge_is_named_with_its_iterations(tmp_pat
     assert not row["converged"]
     assert "[calibrator_not_converged] calibrator 'vector' (vector scaling) did not converge" in caplog.text
     assert "after 2 iterations" in caplog.text and "validation split" in caplog.text
+    assert "separable" not in caplog.text  # 600 vote fractions: no map classifies them all correctly
+
+
+def test_a_fit_stopped_on_a_split_the_map_separates_says_the_nll_has_no_minimum(tmp_path):
+    """Stopped before converging on a fit split that the map reached classifies without error, vector, matrix
+    and Dirichlet scaling say why they would not stop: the NLL has no minimum there (it falls towards 0 as the
+    map is scaled up). The flag survives the saved state."""
+    z, y = separable_logits()
+    for method in LINEAR:
+        cal = fit_calibrator(method, z, y, max_iter=2)
+        assert not cal.converged and cal.separable, method
+        ((code, text),) = cal.diagnostics()
+        assert code == "calibrator_not_converged" and f"calibrator '{method}'" in text, text
+        assert "separable by this map" in text and "NLL has no minimum" in text and "after 2 iterations" in text
+        np.savez(tmp_path / "state.npz", **cal.state())
+        with np.load(tmp_path / "state.npz") as state:
+            assert calibrator_from_state(method, state).diagnostics() == [(code, text)]
+
+
+@pytest.mark.parametrize("method", LINEAR)
+@pytest.mark.parametrize("case", ["digits_forest", "vote_fractions"])
+def test_fits_on_probability_files_converge(method, case):
+    """On log-probabilities with many entries at the floor (a random forest's votes), where L-BFGS-B stopped at
+    its 1,000-iteration limit before issue 23 (digits forest: vector, matrix and Dirichlet; vote fractions: 280–430
+    iterations), the fit converges in few iterations, and the KKT conditions of Kull et al.'s objective hold at
+    the reported W and b (gradient written out here): every component is 0 up to the stopping rule, except a
+    scale at a bound of [1/t_max, 1/t_min], pushed outwards. The fit's tol bounds the gradient in standardised
+    units (x − m)/σ: in the original ones, component (i, j) of W is ≤ tol·(σ_j + |m_j|)."""
+    from trustcal.assessment import log_probs
+
+    p, y = digits_forest() if case == "digits_forest" else vote_fractions(3000, 10, 5, seed=0)
+    z = log_probs(p)
+    cal = fit_calibrator(method, z, y)
+    assert cal.converged and cal.iterations <= 100, cal.summary()
+    x = z if method != "dirichlet" else log_softmax(z)
+    n, k = x.shape
+    lam = mu = 0.01 if method != "vector" else 0.0
+    w = np.diag(cal.weights) if method == "vector" else cal.weights
+    r = softmax(x @ w.T + cal.bias)
+    r[np.arange(n), y] -= 1.0
+    r /= n  # d(mean NLL)/d(scores)
+    off = ~np.eye(k, dtype=bool)
+    grad_w = r.T @ x + np.where(off, 2 * lam / (k * (k - 1)) * w, 0.0)
+    grad_b = r.sum(axis=0) + 2 * mu / k * cal.bias
+    scales, grad_d = np.diag(w), np.diag(grad_w).copy()
+    outward = ((scales >= 100 * (1 - 4 * EPS)) & (grad_d < 0)) | ((scales <= 0.01 * (1 + 4 * EPS)) & (grad_d > 0))
+    grad_d[outward] = 0.0
+    grad_w = grad_w if method != "vector" else np.zeros((k, k))
+    grad_w[np.diag_indices(k)] = grad_d
+    size = x.std(axis=0) + np.abs(x.mean(axis=0))
+    assert (np.abs(grad_w) <= 2e-8 * size + fit_rounding(z) * np.abs(x).max()).all(), np.abs(grad_w).max()
+    assert (np.abs(grad_b) <= 2e-8 + fit_rounding(z)).all(), np.abs(grad_b).max()
 
 
 def csv_predictions(path, seed=0, n=60, k=3):

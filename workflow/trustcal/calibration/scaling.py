@@ -6,15 +6,18 @@
 - ``matrix`` (Guo et al. 2017) with ODIR (Kull et al. 2019): softmax(W z + b), W ∈ R^{K×K}.
 - ``dirichlet`` (Kull et al. 2019): matrix scaling, with ODIR, of log_softmax(z).
 
-The last three minimise the mean NLL (plus ODIR's penalty) in float64 with
-``scipy.optimize.minimize(method="L-BFGS-B")`` and the analytic gradient, starting at
-the identity map (w = 1 or W = I, b = 0), so an already calibrated input stays put.
+The last three minimise the mean NLL (plus ODIR's penalty), a convex function, in float64
+by projected Newton steps with the analytic gradient and Hessian (Bertsekas 1982),
+starting at the identity map (w = 1 or W = I, b = 0), so an already calibrated input
+stays put; after NEWTON_MAX_ITER steps without converging, SciPy's L-BFGS-B finishes.
 Every scale (w_k, W_kk) is bounded to [1/t_max, 1/t_min], the temperature search
 interval read as a per-class inverse temperature. The fit runs on standardised
 features and drops the directions the softmax cannot see (both explained in
 :meth:`_LinearScaling._fit`); the parameters reported are those of the formulas above.
-Options: ``tol`` (L-BFGS-B's gtol, 1e-8), ``max_iter`` (1000), and for matrix and
-Dirichlet ``odir_lambda``, ``odir_mu`` (0.01 each).
+A fit that stops unconverged on a split the map reached classifies without error says
+so (``separable``: the NLL has no minimum there). Options: ``tol`` (1e-8, on every
+projected gradient component), ``max_iter`` (1000), and for matrix and Dirichlet
+``odir_lambda``, ``odir_mu`` (0.01 each).
 """
 
 from __future__ import annotations
@@ -24,15 +27,17 @@ import contextlib
 import numpy as np
 
 from trustcal.calibration.base import Calibrator, check_logits, no_more_options, option, require
-from trustcal.calibration.temperature import fit_temperature, log_softmax, softmax
+from trustcal.calibration.temperature import T_MAX, T_MIN, fit_temperature, log_softmax, softmax
 
 # ODIR's default weights (docs/method.md §2.7). Kull et al. choose λ and μ by cross-validation
 # over 10^-5…10^3; one fixed pair is kept here, so 100 epochs × 8 runs need no inner CV.
 ODIR_LAMBDA = 0.01
 ODIR_MU = 0.01
-MAX_ITER = 1000  # L-BFGS-B iterations; the fits on network logits take tens
-TOL = 1e-8  # L-BFGS-B gtol: stop when every (projected) gradient component of the mean loss is below it
+MAX_ITER = 1000  # iterations, Newton's and L-BFGS-B's together; the fits on network logits take 5–20
+TOL = 1e-8  # stop when every (projected) gradient component of the mean loss is below it (L-BFGS-B's gtol)
 FTOL = 1e-14  # L-BFGS-B ftol: relative decrease of the loss per step, near float64 round-off
+NEWTON_MAX_ITER = 50  # Newton steps before L-BFGS-B takes over
+NEWTON_RCOND = 1e-12  # Newton's floor on the Hessian's eigenvalues, a fraction of the largest
 
 
 def _one_blas_thread():
@@ -125,8 +130,9 @@ class _LinearScaling(Calibrator):
     full: bool  # W a full K×K matrix (else a vector of K scales)
     odir: bool  # ODIR options accepted
 
-    def __init__(self, n_classes, weights, bias, **flags):
+    def __init__(self, n_classes, weights, bias, *, separable: bool = False, **flags):
         super().__init__(n_classes, **flags)
+        self.separable = bool(separable)  # not converged, and the map reached classifies every fit sample correctly
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
         self.bias = np.ascontiguousarray(bias, dtype=np.float64)
         shape = (n_classes, n_classes) if self.full else (n_classes,)
@@ -174,11 +180,27 @@ class _LinearScaling(Calibrator):
         return self.weights.size + self.bias.size
 
     def _arrays(self):
-        return {"weights": self.weights, "bias": self.bias}
+        return {"weights": self.weights, "bias": self.bias, "separable": np.array(self.separable)}
 
     @classmethod
     def _from_arrays(cls, n_classes, arrays, **flags):
-        return cls(n_classes, arrays["weights"], arrays["bias"], **flags)
+        separable = bool(arrays["separable"].item()) if "separable" in arrays else False  # older states have none
+        return cls(n_classes, arrays["weights"], arrays["bias"], separable=separable, **flags)
+
+    def diagnostics(self, t_min=T_MIN, t_max=T_MAX):
+        """As :meth:`Calibrator.diagnostics`; a fit that did not converge on a fit split this map separates
+        says so: the NLL has no minimum there, it falls towards 0 as the map is scaled up."""
+        found = super().diagnostics(t_min, t_max)
+        if not self.separable:
+            return found
+        who = f"calibrator '{self.method}' ({self.name})"
+        sentence = (
+            f"{who} did not converge: the fit split is separable by this map (the map reached classifies every "
+            "fit sample correctly), so the NLL has no minimum: it keeps falling towards 0 as the scales grow; "
+            f"stopped after {self.iterations} iterations (options max_iter, tol); the map reached is used, and its "
+            "NLL on the fit split is no higher than the uncalibrated model's"
+        )
+        return [(code, sentence if code == "calibrator_not_converged" else text) for code, text in found]
 
     @classmethod
     def _fit(cls, z, labels, t_min, t_max, options):
@@ -188,6 +210,7 @@ class _LinearScaling(Calibrator):
         tol = option(options, "tol", TOL, "pos")
         no_more_options(cls.method, options, cls.options)
         optimize = require("scipy.optimize", "scipy", cls.method)
+        linalg = require("scipy.linalg", "scipy", cls.method)
 
         x = cls.features(z)
         n, k = x.shape
@@ -208,7 +231,7 @@ class _LinearScaling(Calibrator):
         # predict what W and b do; the fit keeps the representative that minimises ODIR's
         # penalty, off-diagonal column sums and Σb equal to 0 (where ODIR's optimum lies), by
         # centring u per column and b. The loss is then flat along the dropped directions, and
-        # L-BFGS-B never moves along them (kept as free parameters, their weak curvature, ~λ/K,
+        # the optimiser never moves along them (kept as free parameters, their weak curvature, ~λ/K,
         # took 2–3× more iterations).
         off = ~np.eye(k, dtype=bool) if cls.full else None
         n_off = k * (k - 1) if cls.full else 0
@@ -255,26 +278,121 @@ class _LinearScaling(Calibrator):
             return loss, np.concatenate([np.diag(gw), go[off], gc - gc.mean()])
 
         lo, hi = sigma / t_max, sigma / t_min  # 1/t_max ≤ W_kk ≤ 1/t_min in standardised units
-        bounds = list(zip(lo, hi)) + [(None, None)] * (n_off + k)
         theta0 = np.concatenate([sigma, np.zeros(n_off), m])  # the identity map: W = I, b = 0
+
+        # Newton's method with the analytic Hessian (the loss is convex in θ). The scores are
+        # s_ia = Σ_j V_aj A_iaj, V = [W', c] linear in θ (V = J θ), with A_i = [x_i, 1] for every
+        # class (matrix, Dirichlet) or A_ia = [x_ia, 1] (vector); the NLL's Hessian in V is
+        # (1/N) Σ_i (diag p_i − p_i p_iᵀ) ⊗ A_i A_iᵀ, and ODIR's penalty is ½|Q θ|² (Q linear), so
+        # H = Jᵀ H_V J + QᵀQ, singular only along the dropped directions, where g has no component.
+        a_feat = np.concatenate([xt, np.ones((1, n))]) if cls.full else None  # F×N, F = K + 1
+        n_theta = len(theta0)
+        unit = np.eye(n_theta)
+        rows_j, rows_q = [], []
+        for j in range(n_theta):
+            w, c, b = unpack(unit[j])
+            rows_j.append(np.column_stack([w, c]).ravel())
+            rows_q.append(np.concatenate([np.sqrt(c_mu) * b, np.sqrt(reg[off]) * w[off]]) if cls.full else 0 * b)
+        jac, q = np.array(rows_j).T, np.array(rows_q).T
+        h_pen = q.T @ q
+
+        def hessian(theta):
+            w, c, _ = unpack(theta)
+            s = w @ xt if cls.full else xt * w[:, None]
+            s += c[:, None]
+            s -= s.max(axis=0)
+            np.exp(s, out=s)
+            s /= s.sum(axis=0)  # K×N probabilities
+            if cls.full:
+                g = (s[:, None, :] * a_feat[None, :, :]).reshape(k * (k + 1), n)  # rows (a, j): p_ia A_ij
+                blocks = (g @ a_feat.T).reshape(k, k + 1, k + 1)  # Σ_i p_ia A_i A_iᵀ
+            else:
+                px = s * xt
+                g = np.stack([px, s], axis=1).reshape(2 * k, n)  # rows (a, 0): p_ia x_ia, (a, 1): p_ia
+                sums = np.stack([(px * xt).sum(axis=1), px.sum(axis=1), px.sum(axis=1), s.sum(axis=1)], 1)
+                blocks = sums.reshape(k, 2, 2)
+            h_v = -(g @ g.T)  # NumPy computes a product with its own transpose as one symmetric rank-N update
+            f = blocks.shape[1]
+            h_v.reshape(k, f, k, f)[np.arange(k), :, np.arange(k), :] += blocks
+            return jac.T @ (h_v / n) @ jac + h_pen
+
+        # Projected Newton (Bertsekas 1982) for the box on the scales: a scale at a bound whose gradient
+        # pushes outwards is held there; the step solves the Newton system on the others and is projected
+        # onto the box. Stops when the projected gradient is below tol (L-BFGS-B's gtol test).
+        box_lo = np.concatenate([lo, np.full(n_off + k, -np.inf)])
+        box_hi = np.concatenate([hi, np.full(n_off + k, np.inf)])
+
+        def held(theta, grad):
+            """Scales at, or within ε of, a bound their gradient pushes them across (Bertsekas' ε-active set,
+            ε the smaller of 1 % of the box and the length of the projected gradient step)."""
+            eps = np.minimum(0.01 * (box_hi - box_lo), np.linalg.norm(theta - np.clip(theta - grad, box_lo, box_hi)))
+            return ((theta <= box_lo + eps) & (grad > 0)) | ((theta >= box_hi - eps) & (grad < 0))
+
+        def stationary(theta, grad):
+            """Every component of the projected gradient below tol."""
+            outward = ((theta <= box_lo) & (grad > 0)) | ((theta >= box_hi) & (grad < 0))
+            return bool(np.abs(np.where(outward, 0.0, grad)).max() <= tol)
+
         with _one_blas_thread():  # N×K times K×K: threads only add overhead (and fight a busy machine)
-            res = optimize.minimize(
-                loss_grad,
-                theta0,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=bounds,
-                options=dict(maxiter=max_iter, gtol=tol, ftol=FTOL),
-            )
-        w, _, b = unpack(res.x)
-        d = res.x[:k]
+            theta = np.clip(theta0, box_lo, box_hi)
+            loss, grad = loss_grad(theta)
+            it = 0
+            while not (converged := stationary(theta, grad)) and it < min(max_iter, NEWTON_MAX_ITER):
+                it += 1
+                fixed = held(theta, grad)
+                free = ~fixed
+                h = hessian(theta)
+                # H + μI, μ = NEWTON_RCOND × H's largest diagonal entry: the gradient has no component along the
+                # dropped directions (where H is singular), and along a direction where the loss keeps falling
+                # without a minimum (separable data) the long step meets the box.
+                mu = NEWTON_RCOND * np.diag(h).max()
+                step = np.zeros_like(theta)
+                h_free = h[np.ix_(free, free)] + mu * np.eye(free.sum())
+                try:
+                    step[free] = -linalg.cho_solve(linalg.cho_factor(h_free), grad[free])
+                except linalg.LinAlgError:  # not positive definite in float64: floor the eigenvalues at μ
+                    lam, vec = np.linalg.eigh(h_free)
+                    step[free] = -vec @ ((vec.T @ grad[free]) / np.maximum(lam, mu))
+                step[fixed] = -grad[fixed] / np.maximum(np.diag(h)[fixed], mu)  # towards their bound
+                t = 1.0
+                for _ in range(50):  # Armijo backtracking along the projected path
+                    trial = np.clip(theta + t * step, box_lo, box_hi)
+                    trial_loss, trial_grad = loss_grad(trial)
+                    if trial_loss <= loss + 1e-4 * (grad @ (trial - theta)):
+                        break
+                    t *= 0.5
+                else:
+                    break  # no decrease along the Newton path (float64 rounding): L-BFGS-B finishes
+                theta, loss, grad = trial, trial_loss, trial_grad
+            nit = it
+            if not converged and it < max_iter:
+                # Newton stalled or took NEWTON_MAX_ITER steps: L-BFGS-B finishes from the point reached, with the
+                # iterations left.
+                res = optimize.minimize(
+                    loss_grad,
+                    theta,
+                    jac=True,
+                    method="L-BFGS-B",
+                    bounds=list(zip(box_lo[:k], box_hi[:k])) + [(None, None)] * (n_off + k),
+                    options=dict(maxiter=max_iter - it, gtol=tol, ftol=FTOL),
+                )
+                theta, converged, nit = res.x, bool(res.success), it + int(res.nit)
+        w, c, b = unpack(theta)
+        d = theta[:k]
+        separable = False
+        if not converged:  # does the map reached classify every fit sample correctly (a positive margin)?
+            s = (w @ xt if cls.full else xt * w[:, None]) + c[:, None]
+            s_true = s[labels, cols].copy()
+            s[labels, cols] = -np.inf
+            separable = bool((s_true > s.max(axis=0)).all())
         return cls(
             k,
             w / sigma,
             b,
-            converged=bool(res.success),
+            converged=converged,
             at_bound=bool(((d <= lo) | (d >= hi)).any()),
-            iterations=int(res.nit),
+            iterations=nit,
+            separable=separable,
         )
 
 
