@@ -152,6 +152,7 @@ def test_l2_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows():
         # aurc: the drawn copies of a sample are ties of it, the same groups as the weighted sum
         assert got["aurc"][b] == pytest.approx(metrics.aurc(p, y), abs=1e-12)
         assert got["eaurc"][b] == pytest.approx(metrics.eaurc(p, y), abs=1e-12)
+        assert got["augrc"][b] == pytest.approx(metrics.augrc(p, y), abs=1e-12)
         n_b = np.bincount(idx[rows], minlength=6)
         gap = np.bincount(idx[rows], weights=conf[rows] - hit[rows], minlength=6) / np.maximum(n_b, 1)
         acc = np.bincount(idx[rows], weights=hit[rows], minlength=6) / np.maximum(n_b, 1)
@@ -205,3 +206,4 @@ def test_ks_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows(case):
         assert got["ks_error"][b] == pytest.approx(metrics.ks_error(p, y), abs=tol)
         assert got["aurc"][b] == pytest.approx(metrics.aurc(p, y), abs=tol)
         assert got["eaurc"][b] == pytest.approx(metrics.eaurc(p, y), abs=tol)
+        assert got["augrc"][b] == pytest.approx(metrics.augrc(p, y), abs=tol)

@@ -397,6 +397,78 @@ def test_selective_properties(seed, n, coarse):
     assert M.aurc(probs[perm], labels[perm]) == pytest.approx(M.aurc(probs, labels), abs=n * EPS)
 
 
+def augrc_by_thresholds(probs, labels):
+    """AUGRC from its definition: for every threshold t (each distinct confidence, and +∞ for
+    coverage 0) the coverage P(C ≥ t) and the generalized risk P(C ≥ t, wrong); the exact area
+    under the piecewise-linear curve through those points (trapezoids), in exact fractions."""
+    conf, hit = top_label(probs, labels)
+    n = len(conf)
+    points = [(Fraction(0), Fraction(0))] + [
+        (Fraction(int(np.sum(conf >= t)), n), Fraction(int(np.sum((conf >= t) & (hit == 0))), n))
+        for t in np.unique(conf)
+    ]
+    points.sort()
+    return sum((c1 - c0) * (g0 + g1) / 2 for (c0, g0), (c1, g1) in zip(points, points[1:]))
+
+
+def test_augrc_by_hand():
+    # conf .9 .8 .7 .6, right/wrong/right/wrong: errors accepted A_k = 0, 1, 1, 2 at k = 1..4, so the
+    # generalized risk is 0, 1/4, 1/4, 2/4 at coverage 1/4 … 1 (0 at coverage 0); trapezoids of width
+    # 1/4: Σ (g_{k−1} + g_k)/2 · 1/4 = (0 + 1 + 2 + 3)/(2·16) = 3/16
+    probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4]])
+    assert M.augrc(probs, np.array([0, 1, 0, 1])) == pytest.approx(3 / 16, abs=4 * EPS)
+    assert M.augrc(probs, np.zeros(4, int)) == 0.0  # all right: nothing accepted is wrong
+    # all wrong: g(c) = c, area 1/2 exactly (the curve starts at (0, 0))
+    assert M.augrc(probs, np.ones(4, int)) == pytest.approx(1 / 2, abs=4 * EPS)
+    # ties: the two .7 rows form one group whatever their order: conf .9 .7 .7 .6 with the tie one
+    # right one wrong → A = 0 at 1/4, 1 at 3/4 (linear in between), 2 at 1 → (0 + 2·(0+1) + (1+2))/32
+    tied = np.array([[0.9, 0.1], [0.7, 0.3], [0.7, 0.3], [0.6, 0.4]])
+    for labels in ([0, 1, 0, 1], [0, 0, 1, 1]):
+        assert M.augrc(tied, np.array(labels)) == pytest.approx(5 / 32, abs=4 * EPS)
+
+
+def test_augrc_uninformative_and_oracle_closed_forms():
+    """One tie group (an uninformative score) with error rate r: g(c) = r·c, AUGRC = r/2 exactly;
+    the oracle ranking (every error last): g = 0 up to coverage 1 − r, then slope 1: AUGRC = r²/2."""
+    rng = np.random.default_rng(3)
+    n = 1000
+    labels = rng.integers(0, 3, n)
+    flat = np.full((n, 3), 1 / 3)  # argmax 0 everywhere, one confidence
+    r = float(np.mean(labels != 0))
+    assert M.augrc(flat, labels) == pytest.approx(r / 2, abs=4 * n * EPS)
+    right = rng.random(n) < 0.7
+    conf = np.where(right, 0.6 + 0.4 * rng.random(n), 0.4 + 0.19 * rng.random(n))
+    pred = np.where(right, labels, (labels + 1) % 3)
+    probs = np.zeros((n, 3))
+    probs[np.arange(n), pred] = conf
+    probs[np.arange(n), (pred + 1) % 3] = 1 - conf
+    r = 1 - right.mean()
+    # a sum of N terms ≤ 2N over 2N²: rounding ≤ N·ε relative to values ≤ 1
+    assert M.augrc(probs, labels) == pytest.approx(r**2 / 2, abs=4 * n * EPS)
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(1, 120), st.booleans())
+def test_augrc_equals_its_definition_over_thresholds(seed, n, coarse):
+    """Against the brute force over thresholds (exact fractions), with and without ties; invariant
+    under a permutation of the rows; equal to the mean of the generalized risk k/N·risk_k of
+    :func:`risk_coverage` minus the last half-step (trapezoids vs right endpoints)."""
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(3, 0.7), size=n)
+    if coarse:
+        probs = np.round(probs * 5) / 5 + 1e-3
+        probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, 3, n)
+    got = M.augrc(probs, labels)
+    # N trapezoids, each of a few operations on numbers ≤ 2N, divided by 2N²: 4·N·ε bounds the rounding
+    assert got == pytest.approx(float(augrc_by_thresholds(probs, labels)), abs=4 * n * EPS)
+    perm = rng.permutation(n)
+    assert M.augrc(probs[perm], labels[perm]) == pytest.approx(got, abs=4 * n * EPS)
+    rc = M.risk_coverage(probs, labels)
+    generalized = rc["coverage"] * rc["risk"]
+    assert got == pytest.approx(generalized.mean() - generalized.iloc[-1] / (2 * n), abs=4 * n * EPS)
+
+
 # --- scalar_metrics carries every new number ---------------------------------------------------
 
 
@@ -409,6 +481,7 @@ def test_scalar_metrics_new_keys_equal_the_functions():
     assert out["ks_error"] == M.ks_error(probs, labels)
     assert out["aurc"] == M.aurc(probs, labels)
     assert out["eaurc"] == M.eaurc(probs, labels)
+    assert out["augrc"] == M.augrc(probs, labels)
     for key, value in M.brier_decomposition(probs, labels, 10).items():
         assert out[key] == pytest.approx(value, rel=1e-12, abs=1e-15)
     assert decomposition_sum(out) == pytest.approx(out["brier"], abs=4 * probs.size * EPS)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trustcal.calibration import (
-    CALIBRATORS,
+    METHODS,
     Calibrator,
     calibrator_from_state,
     fit_calibrator,
@@ -78,9 +78,9 @@ def prediction_bound(excess):
 
 
 def test_the_family_and_its_names():
-    assert CALIBRATORS == ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
+    assert METHODS == ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
     z, y = calibrated(500, 4, seed=0)
-    for method in CALIBRATORS:
+    for method in METHODS:
         cal = fit_calibrator(method, z, y)
         assert isinstance(cal, Calibrator) and cal.method == method
         s = cal.summary()
@@ -166,7 +166,7 @@ def test_unknown_method_names_the_valid_ones():
     for bad in ("platt", "Temperature", None):
         with pytest.raises(ValueError, match="unknown calibration method") as e:
             fit_calibrator(bad, z, y)
-        assert all(m in str(e.value) for m in CALIBRATORS)
+        assert all(m in str(e.value) for m in METHODS)
     with pytest.raises(ValueError, match="unknown calibration method"):
         calibrator_from_state("bbq", {})
 
@@ -194,7 +194,7 @@ def test_options_are_checked(method, options, message):
         fit_calibrator(method, z, y, **options)
 
 
-@pytest.mark.parametrize("method", CALIBRATORS)
+@pytest.mark.parametrize("method", METHODS)
 def test_inputs_are_checked(method):
     z, y = calibrated(100, 3, seed=7)
     bad = [
@@ -264,7 +264,7 @@ def extreme_logits(k, rng):
     return z
 
 
-@pytest.mark.parametrize("method", CALIBRATORS)
+@pytest.mark.parametrize("method", METHODS)
 def test_probabilities_are_valid_with_extreme_logits_and_an_absent_class(method):
     rng = np.random.default_rng(9)
     k = 4
@@ -281,7 +281,7 @@ def test_probabilities_are_valid_with_extreme_logits_and_an_absent_class(method)
         np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=4 * k * EPS)
 
 
-@pytest.mark.parametrize("method", CALIBRATORS)
+@pytest.mark.parametrize("method", METHODS)
 def test_state_round_trip_is_exact(method, tmp_path):
     z, y = calibrated(2000, 4, seed=11)
     z_new = calibrated(500, 4, seed=12)[0] * 1.7

@@ -114,7 +114,7 @@ def test_every_figure_is_declared_once_with_a_rule_a_report_section_and_a_captio
     report = REPO / "workflow" / "report"
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     for spec in figures.FIGURES.values():
-        assert spec.job in registry.JOBS and spec.stage in registry.STAGES, spec.name
+        assert spec.job in registry.JOBS and spec.section in registry.SECTIONS, spec.name
         assert (report / spec.caption).is_file(), spec.caption
         assert set(spec.params) <= set(config), spec.params
         assert spec.summary and "|" not in spec.summary
@@ -123,8 +123,8 @@ def test_every_figure_is_declared_once_with_a_rule_a_report_section_and_a_captio
     assert {p.name for p in report.glob("*.rst")} == captions | {"verdict.rst", "workflow.rst"}
     # each report section is introduced on the report's front page
     front = (report / "workflow.rst").read_text()
-    for stage in registry.STAGES:
-        assert f"**{stage}**" in front, stage
+    for section in registry.SECTIONS:
+        assert f"**{section}**" in front, section
     assert figures.FIGURE_NAMES == tuple(figures.FIGURES)
 
 

@@ -40,8 +40,8 @@ def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
     for name in FIGURES:
         assert f"{name}.png" in html, name
     assert "reproduction.html" in html and "reproduction.csv" in html
-    stages = {spec.stage for spec in FIGURES.values()}  # the report sections of the registry
-    for category in ("MNIST", "CIFAR-10", "Reproduction verdict", *stages):
+    sections = {spec.section for spec in FIGURES.values()}  # the report sections of the registry
+    for category in ("MNIST", "CIFAR-10", "Reproduction verdict", *sections):
         assert category in html, category
     # the calibration caption, rendered with the run's config (calibration: fit_on: validation)
     assert "fitted on the validation set (" in re.sub(r"(\\n|\s)+", " ", html)

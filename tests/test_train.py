@@ -1,4 +1,4 @@
-"""Training engine: paper architectures, checkpoints, resume bit for bit (docs/method.md §1)."""
+"""Training loop (trustcal.training.loop): paper architectures, checkpoints, resume bit for bit (docs/method.md §1)."""
 
 import logging
 import math

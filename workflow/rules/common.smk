@@ -107,7 +107,7 @@ def scaled(fixed, per_epoch=0.0, per_state=False):
 
     def resource(wildcards, attempt):
         # the raw model and each calibrator
-        states = len(CALIBRATORS) + 1 if per_state else 1
+        states = len(FITTED_METHODS) + 1 if per_state else 1
         return attempt * math.ceil(fixed + per_epoch * config["epochs"] * states)
 
     return resource
@@ -163,16 +163,16 @@ def job_seeds(wildcards):
 
 # Calibrators fitted per epoch: temperature scaling (the paper's, which the verdict needs)
 # and the others of calibration.methods, in the config's order.
-CALIBRATORS = list(dict.fromkeys(["temperature", *config["calibration"]["methods"]]))
+FITTED_METHODS = list(dict.fromkeys(["temperature", *config["calibration"]["methods"]]))
 
 
 wildcard_constraints:
-    calibrator="|".join(CALIBRATORS),
+    calibrator="|".join(FITTED_METHODS),
 
 
 def _check_calibration_options():
     """Unknown options of a calibrator stop the run before any job starts."""
-    from trustcal.calibration.base import calibrator_class
+    from trustcal.calibration.methods import calibrator_class
 
     for method, options in config["calibration"]["options"].items():
         accepted = calibrator_class(method).options
@@ -203,7 +203,7 @@ def calibrator_files(wildcards, ext="npz"):
     """Every calibrator's fitted states (npz) or rows (csv) of one run."""
     return [
         run_file(f"calibration/{c}.{ext}", wildcards.dataset, wildcards.seed)
-        for c in CALIBRATORS
+        for c in FITTED_METHODS
     ]
 
 
@@ -260,7 +260,7 @@ def figure_outputs(job):
             f"{prefix}.png",
             caption=f"../report/{f.caption}",  # relative to workflow/rules/
             category=lambda w: REPORT_DATASETS.get(w.dataset, w.dataset),
-            subcategory=f.stage,
+            subcategory=f.section,
             labels={"figure": f.name.replace("_", " "), "dataset": "{dataset}"},
         )
         outputs[f.name] = [png, f"{prefix}.pdf"]

@@ -335,7 +335,7 @@ def _checked_arguments(
     """(trust, bootstrap, calibrators) of :func:`assess` after checking the type of every argument;
     a wrong one is a :class:`PredictionError` naming it and its expected type. ``bootstrap`` may be
     the number of resamples (0: none), ``calibrators`` one name."""
-    from trustcal.calibration import CALIBRATORS
+    from trustcal.calibration import METHODS
 
     if not isinstance(kind, str) or kind not in KINDS:
         raise _wrong_type("kind", kind, f"one of {', '.join(map(repr, KINDS))}", '"logits"')
@@ -358,7 +358,7 @@ def _checked_arguments(
         )
     if isinstance(calibrators, str):
         calibrators = [calibrators]
-    fitted = [m for m in CALIBRATORS if m != "none"]
+    fitted = [m for m in METHODS if m != "none"]
     if calibrators is None:  # temperature scaling where there are validation predictions
         calibrators = ["temperature"] if validation is not None else []
     if not isinstance(calibrators, (list, tuple)) or not all(isinstance(c, str) for c in calibrators):

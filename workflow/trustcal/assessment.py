@@ -52,8 +52,7 @@ from trustcal.predictions import (
     load_series,
     read_bytes,
 )
-from trustcal.reporting.figures.registry import CALIBRATORS as CALIBRATOR_FIGURES
-from trustcal.reporting.figures.registry import FIGURES
+from trustcal.reporting.figures.registry import CALIBRATOR_SECTION, FIGURES
 from trustcal.reporting.tables import (
     MetricParams,
     Predictions,
@@ -506,7 +505,7 @@ def _figure_jobs(a: Assessment, title: str) -> tuple[list[tuple[str, Callable]],
         missing = [t for t in spec.tables if t not in tables]
         if name in SERIES_FIGURES and not series:
             continue
-        if spec.stage == CALIBRATOR_FIGURES and paper_only:
+        if spec.section == CALIBRATOR_SECTION and paper_only:
             continue  # the raw model against temperature scaling alone: the paper's before/after figures
         if missing:
             need[name] = " and ".join(dict.fromkeys(TABLE_NEEDS.get(t, f"the {t} table") for t in missing))

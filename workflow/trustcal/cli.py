@@ -106,9 +106,9 @@ def _non_negative_int(text: str) -> int:
 
 
 def _fitted_methods() -> list[str]:
-    from trustcal.calibration import CALIBRATORS
+    from trustcal.calibration import METHODS
 
-    return [m for m in CALIBRATORS if m != "none"]
+    return [m for m in METHODS if m != "none"]
 
 
 def _calibrators(text: str) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trustcal.calibration import CALIBRATORS
+from trustcal.calibration import METHODS
 from trustcal.errors import TrustcalError
 from trustcal.files import atomic_path, paper_states, read_seeds, temperature_rows
 from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, invariance_note, load_runs
@@ -167,7 +167,7 @@ def calibrator_rows(scores: pd.DataFrame, trust: pd.DataFrame, history: pd.DataF
     labels = trust[trust["label"].astype(str) != "network"]
     belief = labels.groupby(["seed", "calibrator", "epoch"])["belief"].mean().unstack("calibrator")
     late = belief[belief.index.get_level_values("epoch") >= min(20, last)]
-    order = [c for c in CALIBRATORS if c in belief]
+    order = [c for c in METHODS if c in belief]
     rows = []
     for c in order:
         gap = (belief[c] - belief["none"]).groupby("seed").min()  # after − before, lowest over epochs
@@ -219,7 +219,7 @@ def calibrator_findings(scores: pd.DataFrame, trust: pd.DataFrame) -> list[str]:
     epochs is its test ECE below the raw model's with non-overlapping intervals."""
     labels = trust[trust["label"].astype(str) != "network"]
     belief = labels.groupby(["seed", "calibrator", "epoch"])["belief"].mean().unstack("calibrator")
-    fitted = [c for c in CALIBRATORS[1:] if c in belief.columns]
+    fitted = [c for c in METHODS[1:] if c in belief.columns]
     gaps = {c: (belief[c] - belief["none"]).groupby("seed").min() for c in fitted}
     above = [c for c in fitted if (gaps[c] > 0).all()]
     below = [c for c in fitted if (gaps[c] < 0).all()]

@@ -2,18 +2,13 @@
 
 The paper's temperature scaling: :func:`fit_temperature` finds T, :func:`calibration_row`
 is one epoch's row of ``calibration.csv``. The family behind one interface
-(:class:`Calibrator`): :func:`fit_calibrator` fits any method of :data:`CALIBRATORS`
+(:class:`Calibrator`): :func:`fit_calibrator` fits any method of :data:`METHODS`
 (none, temperature, vector, matrix, dirichlet, histogram, isotonic) and
 :func:`calibrator_from_state` rebuilds one from its saved arrays.
 """
 
-from trustcal.calibration.base import (
-    CALIBRATORS,
-    Calibrator,
-    MissingDependencyError,
-    calibrator_from_state,
-    fit_calibrator,
-)
+from trustcal.calibration.base import Calibrator, MissingDependencyError
+from trustcal.calibration.methods import METHODS, calibrator_from_state, fit_calibrator
 from trustcal.calibration.table import CALIBRATION_COLUMNS, calibration_row
 from trustcal.calibration.temperature import (
     T_MAX,
@@ -27,8 +22,8 @@ from trustcal.calibration.temperature import (
 
 __all__ = [
     "CALIBRATION_COLUMNS",
-    "CALIBRATORS",
     "Calibrator",
+    "METHODS",
     "MissingDependencyError",
     "T_MAX",
     "T_MIN",

@@ -1,9 +1,9 @@
 """The interface every post-hoc calibrator shares (docs/method.md §2), and the checks they all use.
 
-:func:`fit_calibrator` fits any method of :data:`CALIBRATORS` by name and
-:func:`calibrator_from_state` rebuilds one from its saved arrays; the methods live in
-``scaling`` (none, temperature, vector, matrix, dirichlet) and ``binning`` (histogram,
-isotonic), imported on first use.
+:func:`trustcal.calibration.methods.fit_calibrator` fits any method of
+:data:`trustcal.calibration.methods.METHODS` by name; the methods live in ``scaling`` (none,
+temperature, vector, matrix, dirichlet) and ``binning`` (histogram, isotonic), which build on
+this module (and are not imported by it).
 
 A :class:`Calibrator` is fitted on one split's N×K logits and integer labels, maps any
 N×K logits to calibrated probabilities with :meth:`Calibrator.predict_proba`, and is
@@ -23,8 +23,6 @@ import numpy as np
 from trustcal.calibration.temperature import T_MAX, T_MIN, softmax
 from trustcal.errors import TrustcalError
 from trustcal.numerics import mean_nll
-
-CALIBRATORS: tuple[str, ...] = ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
 
 
 class MissingDependencyError(TrustcalError, ImportError):
@@ -256,39 +254,3 @@ class Calibrator(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} method={self.method!r} K={self.n_classes} {self.summary()}>"
-
-
-def calibrator_class(method: str) -> type[Calibrator]:
-    """The :class:`Calibrator` subclass of ``method`` (a ValueError naming the valid ones otherwise)."""
-    if not isinstance(method, str) or method not in CALIBRATORS:
-        raise ValueError(f"unknown calibration method {method!r}; valid: {', '.join(CALIBRATORS)}")
-    from trustcal.calibration import binning, scaling  # they import this module
-
-    classes = (
-        scaling.NoCalibration,
-        scaling.TemperatureScaling,
-        scaling.VectorScaling,
-        scaling.MatrixScaling,
-        scaling.DirichletCalibration,
-        binning.HistogramBinning,
-        binning.IsotonicCalibration,
-    )
-    return {c.method: c for c in classes}[method]
-
-
-def fit_calibrator(
-    method: str, logits: np.ndarray, labels: np.ndarray, *, t_min: float = T_MIN, t_max: float = T_MAX, **options
-) -> Calibrator:
-    """Fit calibrator ``method`` on N×K ``logits`` (log-probabilities for probability inputs) and N labels.
-
-    ``t_min``/``t_max`` bound the temperature, and vector, matrix and Dirichlet scaling's
-    per-class scales to [1/t_max, 1/t_min]. Options: ``tol``, ``max_iter`` (temperature,
-    vector, matrix, dirichlet), ``odir_lambda``, ``odir_mu`` (matrix, dirichlet), ``bins``
-    (histogram); anything else is a ValueError.
-    """
-    return calibrator_class(method).fit(logits, labels, t_min=t_min, t_max=t_max, **options)
-
-
-def calibrator_from_state(method: str, state) -> Calibrator:
-    """The calibrator whose :meth:`Calibrator.state` this is (a dict, or ``np.load`` of its ``np.savez``)."""
-    return calibrator_class(method).from_state(state)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustcal.calibration.base import Calibrator, calibrator_from_state, fit_calibrator
+from trustcal.calibration.base import Calibrator
+from trustcal.calibration.methods import calibrator_from_state, fit_calibrator
 from trustcal.calibration.temperature import T_MAX, T_MIN, softmax
 from trustcal.numerics import mean_nll
 

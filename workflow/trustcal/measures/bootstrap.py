@@ -93,7 +93,7 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
     """The scores of every resample (``counts``: B × N, :func:`resample_counts`), each a length-B array:
     accuracy, mean_confidence, nll, brier, net_trust_score, ece, ece_{M} and ece_mass_{M} for every
     M of ``params.ece_bins``, classwise_ece, l2_ece and l2_ece_debiased (``params.l2_bins``
-    equal-mass bins), ks_error, aurc and eaurc (docs/method.md §5). Not the smooth ECE: its
+    equal-mass bins), ks_error, aurc, eaurc and augrc (docs/method.md §5). Not the smooth ECE: its
     kernel sum over a fine grid would cost a second per epoch.
 
     Each is a sum over samples, or over bins of sums over samples, so all B resamples come from one
@@ -176,29 +176,34 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
     walk = walk if ends is None else walk[:, ends]
     out["ks_error"] = np.maximum(walk.max(axis=1), -walk.min(axis=1)) / n
     if ends is None:  # a resample's groups are its copies of one sample
-        out["aurc"], out["eaurc"] = _aurc_distinct(drawn, hit[order], n)
+        out["aurc"], out["eaurc"], out["augrc"] = _aurc_distinct(drawn, hit[order], n)
         return out
     whole = drawn.astype(np.int32)  # the counts are whole numbers: integer sums are exact
     through = np.cumsum(whole, axis=1, dtype=np.int32)[:, ends]  # drawn up to each group's end
     missed = whole * (1 - hit[order].astype(np.int32))  # drawn copies of wrong predictions
     wrong = np.cumsum(missed, axis=1, dtype=np.int32)[:, ends]  # … and wrong among them
-    out["aurc"], out["eaurc"] = _aurc(through, wrong, n)
+    out["aurc"], out["eaurc"], out["augrc"] = _aurc(through, wrong, n)
     return out
 
 
-def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """AURC and E-AURC of each resample when the N confidences are distinct: ``drawn`` (B × N counts)
+def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AURC, E-AURC and AUGRC of each resample when the N confidences are distinct: ``drawn`` (B × N counts)
     and ``hit`` in increasing confidence. One running sum over the counts, not the two of :func:`_aurc`.
 
     Σ_k risk_k = Σ over the errors of Σ_{k ≥ its position} 1/k. A missed sample drawn w times after
     s drawn samples of higher confidence holds positions s + 1 … s + w (its copies are one group, all
     errors), so it adds Σ_{j=0}^{w−1} (H_N − H_{s+j}) = w·(H_N − H_{s+w} + 1) − s·(H_{s+w} − H_s), by
     Σ_{t<m} H_t = m·(H_m − 1); s comes from the counts summed up to each miss.
+
+    AUGRC (:func:`trustcal.measures.metrics.augrc`) = Σ_groups W·(2·A_before + E)/(2N²); summed
+    over the groups of the misses, Σ_i W_i·A_before,i = Σ_misses w·(u − w) with u the counts drawn
+    up to and including the miss (the samples of lower confidence accepted after it), so
+    AUGRC = Σ_misses w·(2u − w)/(2N²).
     """
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
     misses = np.flatnonzero(hit == 0)
     if misses.size == 0:
-        return np.zeros(len(drawn)), np.zeros(len(drawn))
+        return np.zeros(len(drawn)), np.zeros(len(drawn)), np.zeros(len(drawn))
     # drawn up to and including each miss (whole numbers, exact in float32 below 2^24)
     upto = np.cumsum(drawn[:, : misses[-1] + 1], axis=1)[:, misses]
     w = drawn[:, misses]
@@ -207,7 +212,9 @@ def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarr
     area = (w * (harmonic[n] - h_end + 1.0) - s * (h_end - harmonic[s.astype(np.intp)])).sum(axis=1) / n
     e = w.sum(axis=1, dtype=np.float64).astype(np.int64)  # errors of each resample
     optimal = (e - (n - e) * (harmonic[n] - harmonic[n - e])) / n  # every error ranked last
-    return area, area - optimal
+    # 2u − w is a whole number below 2^24 (exact in float32); its products with w reach N², so in float64
+    generalized = np.einsum("bm,bm->b", w, 2 * upto - w, dtype=np.float64) / (2.0 * n * n)
+    return area, area - optimal, generalized
 
 
 def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,8 +230,8 @@ def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[n
     return np.sqrt(plugin), np.sqrt(np.maximum(debiased, 0.0))
 
 
-def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """AURC and E-AURC of each resample, as :func:`trustcal.measures.metrics.aurc` computes them,
+def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AURC, E-AURC and AUGRC of each resample, as :func:`trustcal.measures.metrics.aurc` computes them,
     from the samples drawn (``through``) and the errors among them (``wrong``) up to the end of each
     group of equal confidence (B × groups, in increasing confidence; whole numbers).
 
@@ -233,6 +240,7 @@ def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, n
     A group that starts after s accepted samples with A errors before it, W members and E errors
     adds Σ_{k=s+1}^{s+W} (A + (k − s)·E/W)/k = (A − s·E/W)(H_{s+W} − H_s) + E to Σ_k risk_k, with
     H the harmonic numbers: O(B·N) for all resamples, a few passes over B × groups arrays.
+    AUGRC = Σ_groups W·(2A + E)/(2N²) (the trapezoid of each group, :func:`trustcal.measures.metrics.augrc`).
     """
     size, errors = np.diff(through, axis=1, prepend=0), np.diff(wrong, axis=1, prepend=0)
     rate = errors / np.maximum(size, 1)  # an empty group has no error (and adds nothing: H_{s+0} − H_s = 0)
@@ -248,4 +256,7 @@ def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, n
     area = (np.einsum("bg,bg->b", coefficient, steps) + total) / n
     e = total.astype(np.int64)
     optimal = (e - (n - e) * (harmonic[n] - harmonic[n - e])) / n  # every error ranked last
-    return area, area - optimal
+    generalized = np.einsum("bg,bg->b", size.astype(np.float64), 2.0 * (total[:, None] - wrong) + errors) / (
+        2.0 * n * n
+    )
+    return area, area - optimal, generalized

@@ -15,10 +15,12 @@ NumPy only and vectorised: no per-sample Python loop.
   uncertainty with the within-bin term of Stephenson, Coelho & Jolliffe 2008.
 * :func:`ks_error` — Kolmogorov–Smirnov calibration error (Gupta et al. 2021).
 * :func:`risk_coverage`, :func:`aurc`, :func:`eaurc` — selective prediction
-  (Geifman, Uziel & El-Yaniv 2019).
+  (Geifman, Uziel & El-Yaniv 2019); :func:`augrc` (Traub et al. 2024).
+* :func:`spiegelhalter_test`, :func:`ks_test` — calibration tests with p-values
+  (Spiegelhalter 1986; Arrieta-Ibarra et al. 2022).
 
-Ties in the confidence: :func:`ks_error`, :func:`risk_coverage` and
-:func:`aurc` treat equal confidences as one group (no threshold can separate
+Ties in the confidence: :func:`ks_error`, :func:`risk_coverage`,
+:func:`aurc` and :func:`augrc` treat equal confidences as one group (no threshold can separate
 them), so their values do not depend on the order of the samples.
 """
 
@@ -29,6 +31,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from trustcal.measures.bins import _binned_means, _check, _onevsrest_binned, _top_label, bin_indices
+
 __all__ = [
     "smooth_ece",
     "smece",
@@ -38,6 +42,10 @@ __all__ = [
     "risk_coverage",
     "aurc",
     "eaurc",
+    "augrc",
+    "spiegelhalter_test",
+    "ks_test",
+    "brownian_max_abs_sf",
 ]
 
 # relplot 1.0.3 constants (relplot/config.py, relplot/metrics.py, relplot/kernels.py)
@@ -48,9 +56,7 @@ _SMECE_REFINE = 10  # search_param(refine=10): bisection steps → bandwidth to 
 
 
 def _top_label_inputs(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """Validated top-label confidence and hit (0/1 float) arrays (see metrics._check)."""
-    from trustcal.measures.metrics import _check, _top_label  # metrics imports this module
-
+    """Validated top-label confidence and hit (0/1 float) arrays (see :func:`trustcal.measures.bins._check`)."""
     return _top_label(*_check(probs, labels))
 
 
@@ -189,8 +195,6 @@ def _l2_from_top_label(
     conf: np.ndarray, hit: np.ndarray, n_bins: int, binning: str, idx: np.ndarray | None = None
 ) -> tuple[float, float]:
     """(plug-in, debiased) top-label L2 calibration error from one binning (``idx``: the bins, when at hand)."""
-    from trustcal.measures.metrics import _binned_means, bin_indices
-
     idx = bin_indices(conf, n_bins, binning) if idx is None else idx
     count, mean_conf, mean_hit = _binned_means(conf, hit, idx, n_bins)
     sq_gap = np.where(count > 0, (mean_conf - mean_hit) ** 2, 0.0)
@@ -226,7 +230,7 @@ def l2_ece(probs, labels, n_bins: int = 15, binning: str = "mass", debias: bool 
 
 
 def _brier_decomposition_from_binned(probs, onehot, flat, count, mean_p, mean_o) -> dict[str, float]:
-    """The four terms from the one-vs-rest binning of ``metrics._onevsrest_binned``."""
+    """The four terms from the one-vs-rest binning of ``bins._onevsrest_binned``."""
     n, k = probs.shape
     nonempty = count > 0
     f_bar = np.where(nonempty, mean_p, 0.0)
@@ -260,8 +264,6 @@ def brier_decomposition(probs, labels, n_bins: int = 10) -> dict[str, float]:
 
     The sum equals :func:`trustcal.measures.metrics.brier` up to round-off.
     """
-    from trustcal.measures.metrics import _check, _onevsrest_binned
-
     probs, labels = _check(probs, labels)
     return _brier_decomposition_from_binned(probs, *_onevsrest_binned(probs, labels, int(n_bins)))
 
@@ -376,3 +378,105 @@ def eaurc(probs, labels) -> float:
     """
     conf, hit = _top_label_inputs(probs, labels)
     return _aurc_from_top_label(conf, hit)[1]
+
+
+def _augrc_from_top_label(conf: np.ndarray, hit: np.ndarray, order: np.ndarray | None = None) -> float:
+    """AUGRC from the top-label confidence and hit (see :func:`augrc`); ``order``: an increasing sort of
+    ``conf`` to reuse (the value does not depend on the order inside a tie group)."""
+    order = np.argsort(-conf, kind="stable") if order is None else order[::-1]
+    c = conf[order]
+    ends = np.append(np.flatnonzero(c[1:] != c[:-1]), c.size - 1)  # last sample of each tie group
+    accepted = (ends + 1).astype(float)  # accepted up to the end of each group
+    wrong = np.cumsum(1.0 - hit[order])[ends]  # … and wrong among them
+    size = np.diff(accepted, prepend=0.0)
+    before = np.concatenate([[0.0], wrong[:-1]])
+    # trapezoid of each group: (W/N)·(A_before + A_end)/(2N)
+    return float(np.sum(size * (before + wrong)) / (2.0 * conf.size**2))
+
+
+def augrc(probs, labels) -> float:
+    """Area under the generalized risk–coverage curve (Traub et al., NeurIPS 2024; docs/method.md §5.8).
+
+    Accepting the k most confident samples, the generalized risk is the fraction of ALL N samples
+    that are accepted and wrong, g(k/N) = (errors among the k)/N, with g(0) = 0. AUGRC = ∫_0^1 g(c) dc
+    of the curve through (0, 0) and the (coverage, g) of every threshold, linear in between: between
+    two thresholds a tie group enters in random order, so its expected errors grow linearly with the
+    coverage — the same tie rule as :func:`aurc` (errors spread evenly over the group). Hence
+    AUGRC = (1/(2N²)) Σ_groups W·(A_before + A_after), W the group's size and A the errors accepted
+    before / after it. All right → 0; all wrong → 1/2; an uninformative score (one tie group) with
+    error rate r → r/2; the oracle ranking (errors last) → r²/2. Lower is better.
+    """
+    conf, hit = _top_label_inputs(probs, labels)
+    return _augrc_from_top_label(conf, hit)
+
+
+# --------------------------------------------------------------------------
+# §5.9 calibration tests with p-values (Spiegelhalter 1986; Arrieta-Ibarra et al. 2022)
+
+
+def _spiegelhalter_from_top_label(conf: np.ndarray, hit: np.ndarray) -> tuple[float, float]:
+    """(z, two-sided p) of Spiegelhalter's test (see :func:`spiegelhalter_test`)."""
+    numerator = float(np.sum((hit - conf) * (1.0 - 2.0 * conf)))
+    variance = float(np.sum((1.0 - 2.0 * conf) ** 2 * conf * (1.0 - conf)))
+    if variance <= 0.0:  # every confidence 0, 1/2 or 1: no spread under the null
+        return (math.nan, math.nan) if numerator == 0.0 else (math.copysign(math.inf, numerator), 0.0)
+    z = numerator / math.sqrt(variance)
+    return z, math.erfc(abs(z) / math.sqrt(2.0))
+
+
+def spiegelhalter_test(probs, labels) -> tuple[float, float]:
+    """Spiegelhalter's calibration test on the top label (Spiegelhalter 1986; docs/method.md §5.9).
+
+    Z = Σ_i (hit_i − C_i)(1 − 2C_i) / √(Σ_i (1 − 2C_i)² C_i (1 − C_i)): under the null hypothesis
+    that P(hit | C) = C (top-label calibration) the numerator has mean 0 and the denominator is its
+    standard deviation, so Z is asymptotically standard normal. Returns (Z, p) with the two-sided
+    p = P(|N(0,1)| ≥ |Z|) = erfc(|Z|/√2). Z > 0: the hits fall short of the confidences where
+    C > 1/2 (overconfidence). MAPIE's ``spiegelhalter_p_value`` is the one-sided 1 − Φ(Z).
+    NaN when every confidence is 0, 1/2 or 1 and the numerator is 0; p = 0 when the numerator is not.
+    """
+    conf, hit = _top_label_inputs(probs, labels)
+    return _spiegelhalter_from_top_label(conf, hit)
+
+
+def brownian_max_abs_sf(x: float) -> float:
+    """P(max_{0≤t≤1} |B_t| ≥ x) for a standard Brownian motion B (Darling & Siegert 1953).
+
+    x < 1: 1 − (4/π) Σ_{k≥0} (−1)^k/(2k+1) · exp(−(2k+1)²π²/(8x²)) (terms fall as exp(−π²k²/2));
+    x ≥ 1: the reflection series 2 Σ_{k≥1} (−1)^{k+1} erfc((2k−1)x/√2), accurate far in the tail
+    where 1 − CDF would cancel to 0. 40 terms reach double precision in both branches.
+    """
+    x = float(x)
+    if math.isnan(x):
+        return math.nan
+    if x <= 0.0:
+        return 1.0
+    if x < 1.0:
+        cdf = sum(
+            (-1) ** k / (2 * k + 1) * math.exp(-((2 * k + 1) ** 2) * math.pi**2 / (8.0 * x * x)) for k in range(40)
+        )
+        return 1.0 - 4.0 / math.pi * cdf
+    return 2.0 * sum((-1) ** (k + 1) * math.erfc((2 * k - 1) * x / math.sqrt(2.0)) for k in range(1, 41))
+
+
+def _ks_test_from_top_label(conf: np.ndarray, hit: np.ndarray, order: np.ndarray | None = None) -> tuple[float, float]:
+    """(statistic, p) of the KS calibration test (see :func:`ks_test`)."""
+    scale = math.sqrt(float(np.sum(conf * (1.0 - conf))))
+    walk = _ks_from_top_label(conf, hit, order) * conf.size  # max_i |Σ_{j≤i} (hit_j − C_j)|
+    if scale <= 0.0:  # every confidence 0 or 1
+        return (math.nan, math.nan) if walk == 0.0 else (math.inf, 0.0)
+    statistic = walk / scale
+    return statistic, brownian_max_abs_sf(statistic)
+
+
+def ks_test(probs, labels) -> tuple[float, float]:
+    """Kolmogorov–Smirnov calibration test on the top label (Arrieta-Ibarra et al., JMLR 2022;
+    Tygert 2022; docs/method.md §5.9).
+
+    Sorted by confidence, the walk S_i = Σ_{j≤i} (hit_j − C_j) has, under calibration, independent
+    steps of variance C_j(1 − C_j); scaled by σ = √(Σ_j C_j(1 − C_j)) it tends to a standard
+    Brownian motion on [0, 1]. Statistic = max_i |S_i| / σ = N·ks_error/σ ("ECCE-MAD" over its
+    length scale); p = P(max |B| ≥ statistic) (:func:`brownian_max_abs_sf`). Ties as in
+    :func:`ks_error` (the walk read at the end of each tie group; MAPIE jitters them instead).
+    """
+    conf, hit = _top_label_inputs(probs, labels)
+    return _ks_test_from_top_label(conf, hit)

@@ -35,20 +35,36 @@ import math
 import numpy as np
 import pandas as pd
 
+from trustcal.measures.bins import (
+    _binned_means,
+    _check,
+    _mass_bins,
+    _onevsrest_binned,
+    _stable_ranks,
+    _top_label,
+    bin_indices,
+)
 from trustcal.measures.calibration_errors import (
+    _augrc_from_top_label,
     _aurc_from_top_label,
     _brier_decomposition_from_binned,
     _ks_from_top_label,
+    _ks_test_from_top_label,
     _l2_from_top_label,
     _smece_from_top_label,
+    _spiegelhalter_from_top_label,
+    augrc,
     aurc,
     brier_decomposition,
+    brownian_max_abs_sf,
     eaurc,
     ks_error,
+    ks_test,
     l2_ece,
     risk_coverage,
     smece,
     smooth_ece,
+    spiegelhalter_test,
 )
 from trustcal.numerics import mean_nll
 
@@ -67,6 +83,10 @@ __all__ = [
     "risk_coverage",
     "aurc",
     "eaurc",
+    "augrc",
+    "spiegelhalter_test",
+    "ks_test",
+    "brownian_max_abs_sf",
     "bin_indices",
     "question_answer_trust",
     "trust_spectrum",
@@ -82,80 +102,6 @@ __all__ = [
     "reliability_summary",
     "scalar_metrics",
 ]
-
-BINNINGS = ("width", "mass")
-
-
-# --------------------------------------------------------------------------
-# input handling and binning
-
-
-def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """Validate shapes; return float64 probs (N, K) and int64 labels (N,)."""
-    probs = np.asarray(probs, dtype=float)
-    labels = np.asarray(labels)
-    if probs.ndim != 2:
-        raise ValueError(f"probs must be 2-D (N, K), got shape {probs.shape}")
-    if labels.ndim != 1:
-        raise ValueError(f"labels must be 1-D (N,), got shape {labels.shape}")
-    if probs.shape[0] != labels.shape[0]:
-        raise ValueError(f"probs has {probs.shape[0]} rows but labels has {labels.shape[0]} entries")
-    if probs.shape[0] == 0:
-        raise ValueError("no samples: probs and labels are empty")
-    if probs.shape[1] < 2:
-        raise ValueError(f"need at least 2 classes, got K = {probs.shape[1]}")
-    if not np.issubdtype(labels.dtype, np.integer):
-        if not np.all(np.mod(labels, 1) == 0):
-            raise ValueError("labels must be integers")
-        labels = labels.astype(np.int64)
-    if labels.min() < 0 or labels.max() >= probs.shape[1]:
-        raise ValueError(f"labels must lie in [0, {probs.shape[1]}), got range [{labels.min()}, {labels.max()}]")
-    return probs, labels.astype(np.int64, copy=False)
-
-
-def _top_label(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Confidence (max prob) and correctness (argmax == label; ties → lowest index)."""
-    pred = np.argmax(probs, axis=1)
-    conf = probs[np.arange(len(labels)), pred]
-    return conf, (pred == labels).astype(float)
-
-
-def bin_indices(conf, n_bins: int = 10, binning: str = "width") -> np.ndarray:
-    """Bin index in [0, n_bins) of each confidence (conventions: module docstring)."""
-    conf = np.asarray(conf, dtype=float)
-    if n_bins < 1:
-        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
-    if binning == "width":
-        edges = np.arange(n_bins + 1) / n_bins
-        idx = np.searchsorted(edges, conf, side="left") - 1  # edges[i] < c <= edges[i+1]
-        return np.clip(idx, 0, n_bins - 1)
-    if binning == "mass":
-        return _mass_bins(_stable_ranks(conf.ravel()), n_bins).reshape(conf.shape)
-    raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
-
-
-def _stable_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
-    """Rank r ∈ [0, N) of each value in a stable sort (``order``: that sort, when already at hand)."""
-    order = np.argsort(values, kind="stable") if order is None else order
-    rank = np.empty(values.size, dtype=np.int64)
-    rank[order] = np.arange(values.size)
-    return rank
-
-
-def _mass_bins(rank: np.ndarray, n_bins: int) -> np.ndarray:
-    """Equal-mass bin ⌊r·M/N⌋ of each rank (module docstring)."""
-    return (rank * n_bins) // max(rank.size, 1)
-
-
-def _binned_means(conf: np.ndarray, hit: np.ndarray, idx: np.ndarray, n_bins: int):
-    """Per bin: count, mean confidence and mean hit rate (NaN for empty bins)."""
-    count = np.bincount(idx, minlength=n_bins).astype(float)
-    nonempty = count > 0
-    safe = np.where(nonempty, count, 1.0)
-    mean_conf = np.where(nonempty, np.bincount(idx, weights=conf, minlength=n_bins) / safe, np.nan)
-    mean_hit = np.where(nonempty, np.bincount(idx, weights=hit, minlength=n_bins) / safe, np.nan)
-    return count, mean_conf, mean_hit
-
 
 # --------------------------------------------------------------------------
 # §5 accuracy, NLL, Brier, ECE family
@@ -213,25 +159,6 @@ def ece(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
 def mce(probs, labels, n_bins: int = 10, binning: str = "width") -> float:
     """Maximum calibration error max_m |acc(B_m) − conf(B_m)| over non-empty bins (docs/method.md §5)."""
     return _mce_from_gaps(*_top_label_gaps(probs, labels, n_bins, binning))
-
-
-def _onevsrest_binned(probs: np.ndarray, labels: np.ndarray, n_bins: int, binning: str = "width"):
-    """One-vs-rest binning of every column p_·k (one bin set per class, flat index m + M·k).
-
-    Returns (onehot, flat, count, mean_p, mean_o) with the per-bin arrays of
-    :func:`_binned_means` (length M·K, NaN means for empty bins). Shared by
-    :func:`classwise_ece` and the Brier decomposition (docs/method.md §5.6).
-    """
-    n, k = probs.shape
-    onehot = np.zeros_like(probs)
-    onehot[np.arange(n), labels] = 1.0
-    if binning == "mass":  # ranks within each class column
-        idx = np.stack([bin_indices(probs[:, c], n_bins, "mass") for c in range(k)], axis=1)
-    else:
-        idx = bin_indices(probs, n_bins, binning)
-    flat = (idx + n_bins * np.arange(k)[None, :]).ravel()  # one bin set per class
-    count, mean_p, mean_o = _binned_means(probs.ravel(), onehot.ravel(), flat, n_bins * k)
-    return onehot, flat, count, mean_p, mean_o
 
 
 def _classwise_from_binned(count: np.ndarray, mean_p: np.ndarray, mean_o: np.ndarray, n: int, k: int) -> float:
@@ -700,7 +627,8 @@ def scalar_metrics(
     * smece [§5.4]; l2_ece, l2_ece_debiased (``l2_bins`` equal-mass bins) [§5.5];
     * brier_reliability, brier_resolution, brier_uncertainty, brier_within_bin
       (one-vs-rest, ``reliability_bins`` equal-width bins; they add up to brier) [§5.6];
-    * ks_error [§5.7]; aurc, eaurc [§5.8];
+    * ks_error [§5.7]; aurc, eaurc, augrc [§5.8];
+    * spiegelhalter_z, spiegelhalter_p (two-sided), ks_p (top-label calibration tests) [§5.9];
     * net_trust_score, confidence_correct, confidence_incorrect [§6];
     * geometric_accuracy, decisiveness, robustness and their *_measured;
       confidence_slope [§7];
@@ -713,7 +641,7 @@ def scalar_metrics(
         raise ValueError("ece_bins must name at least one bin count")
     n, k = probs.shape
     conf, hit = _top_label(probs, labels)  # the argmax, once
-    order = np.argsort(conf, kind="stable")  # one sort: the equal-mass bins and the KS error
+    order = np.argsort(conf, kind="stable")  # one sort: the equal-mass bins, the KS error, AUGRC
     rank = _stable_ranks(conf, order)
     width = {m: _gaps_from_top_label(conf, hit, m, "width") for m in ece_bins}  # shared by ECE and MCE
     out: dict[str, float] = {
@@ -740,6 +668,9 @@ def scalar_metrics(
     out.update(_brier_decomposition_from_binned(probs, *binned))
     out["ks_error"] = _ks_from_top_label(conf, hit, order)
     out["aurc"], out["eaurc"] = _aurc_from_top_label(conf, hit)
+    out["augrc"] = _augrc_from_top_label(conf, hit, order)
+    out["spiegelhalter_z"], out["spiegelhalter_p"] = _spiegelhalter_from_top_label(conf, hit)
+    out["ks_p"] = _ks_test_from_top_label(conf, hit, order)[1]
     out["net_trust_score"] = _net_trust_from_q(_qa_trust_from_top_label(conf, hit, nts_alpha, nts_beta), labels, k)
     out["confidence_correct"], out["confidence_incorrect"] = _expected_confidence_from_top_label(conf, hit)
     out.update(geometric_metrics(probs, labels, eps=geo_eps, n_bins=geo_bins))

@@ -1,4 +1,4 @@
-"""Training engine: the paper's protocol with a resumable checkpoint per epoch.
+"""Training loop: the paper's protocol with a resumable checkpoint per epoch (the step itself: :mod:`.engine`).
 
 The dataset sits in memory as one uint8 tensor; each epoch draws a
 permutation from a dedicated generator and batches are index slices of it.

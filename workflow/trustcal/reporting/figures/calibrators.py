@@ -17,7 +17,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from trustcal.calibration import CALIBRATORS
+from trustcal.calibration import METHODS
 from trustcal.files import PAPER_CALIBRATOR, RAW
 from trustcal.reporting.figures.style import (
     AFTER,
@@ -58,9 +58,9 @@ CALIBRATOR_COLOURS = {  # Okabe–Ito; none and temperature as "before" and "aft
 
 
 def calibrators_of(df: pd.DataFrame) -> list[str]:
-    """The calibrators of a table, in the order of :data:`trustcal.calibration.CALIBRATORS` (others after)."""
+    """The calibrators of a table, in the order of :data:`trustcal.calibration.METHODS` (others after)."""
     present = list(dict.fromkeys(df["calibrator"].astype(str)))
-    return sorted(present, key=lambda c: CALIBRATORS.index(c) if c in CALIBRATORS else len(CALIBRATORS))
+    return sorted(present, key=lambda c: METHODS.index(c) if c in METHODS else len(METHODS))
 
 
 def fitted_note(calibration: pd.DataFrame | None) -> str:

@@ -19,30 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustcal.errors import TrustcalError
 from trustcal.measures.trust import TRUST_COLUMNS
+from trustcal.reporting import figures  # its drawing modules load on first use (PEP 562, figures/__init__.py)
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
-
-
-class _Lazy:
-    """A module of this package, imported on first use."""
-
-    def __init__(self, module: str):
-        self._module = module
-
-    def __getattr__(self, name: str):
-        return getattr(import_module(self._module, __package__), name)
-
-
-style, epochs, distributions = _Lazy(".style"), _Lazy(".epochs"), _Lazy(".distributions")
-calibrators = _Lazy(".calibrators")
 
 # Table name → (the columns a figure needs, the rule that writes the table); the workflow's
 # file of a table is ``{name}.csv`` of each seed.
@@ -82,8 +68,8 @@ JOBS = {
 }
 # Report sections under each dataset (Snakemake report subcategories), in reading order.
 PAPER, PER_EPOCH, CHOSEN, VARIANTS = "1 Paper figures", "2 Metrics per epoch", "3 Chosen epochs", "4 Trust variants"
-CALIBRATORS = "5 Calibrators"
-STAGES = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATORS)
+CALIBRATOR_SECTION = "5 Calibrators"
+SECTIONS = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATOR_SECTION)
 
 # draw(tables, title, paths, options) → the figure; tables maps a name of TABLES to its frame (with a
 # ``seed`` column), options holds ``dataset`` and the config values of ``FigureSpec.params``.
@@ -98,7 +84,7 @@ class FigureSpec:
     draw: Drawer
     tables: tuple[str, ...]  # the tables of TABLES it reads
     job: str  # the rule of JOBS that draws it
-    stage: str  # its section of the Snakemake report (STAGES), under its dataset
+    section: str  # its section of the Snakemake report (SECTIONS), under its dataset
     caption: str  # its caption in the report: a reStructuredText file of workflow/report/ (Jinja: snakemake.config)
     summary: str  # what it shows, in one line: the README's table of figures
     series: bool  # the epoch on the x axis: trustcal assess draws it only for two or more epochs
@@ -110,10 +96,10 @@ FIGURES: dict[str, FigureSpec] = {
     for f in (
         FigureSpec(
             "trust_grid",
-            lambda t, title, paths, o: epochs.trust_grid(t["trust"], title, paths, o.get("dataset")),
+            lambda t, title, paths, o: figures.epochs.trust_grid(t["trust"], title, paths, o.get("dataset")),
             tables=("trust",),
             job="figures",
-            stage=PAPER,
+            section=PAPER,
             caption="trust_grid.rst",
             series=True,
             summary="paper Fig. 1/2: belief, disbelief and uncertainty per label against epoch, before and after "
@@ -121,20 +107,20 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "loss_curves",
-            lambda t, title, paths, o: epochs.loss_curves(t["history"], title, paths),
+            lambda t, title, paths, o: figures.epochs.loss_curves(t["history"], title, paths),
             tables=("history",),
             job="figures",
-            stage=PAPER,
+            section=PAPER,
             caption="loss_curves.rst",
             series=True,
             summary="paper Fig. 3: training and validation loss; the validation minimum is marked",
         ),
         FigureSpec(
             "calibration_metrics",
-            lambda t, title, paths, o: epochs.calibration_metrics(t["scores"], t["calibration"], title, paths),
+            lambda t, title, paths, o: figures.epochs.calibration_metrics(t["scores"], t["calibration"], title, paths),
             tables=("scores", "calibration"),
             job="metric_figures",
-            stage=PER_EPOCH,
+            section=PER_EPOCH,
             caption="calibration_metrics.rst",
             series=True,
             summary="accuracy, ECE, NLL, Brier and NetTrustScore against epoch, before and after calibration, and the "
@@ -142,10 +128,10 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "geometric_metrics",
-            lambda t, title, paths, o: epochs.geometric_metrics(t["scores"], title, paths),
+            lambda t, title, paths, o: figures.epochs.geometric_metrics(t["scores"], title, paths),
             tables=("scores",),
             job="metric_figures",
-            stage=PER_EPOCH,
+            section=PER_EPOCH,
             caption="geometric_metrics.rst",
             series=True,
             summary="geometric accuracy, decisiveness and robustness against epoch, reported (solid) and measured "
@@ -153,22 +139,22 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "network_opinion",
-            lambda t, title, paths, o: epochs.network_opinion(t["trust"], title, paths),
+            lambda t, title, paths, o: figures.epochs.network_opinion(t["trust"], title, paths),
             tables=("trust",),
             job="figures",
-            stage=PER_EPOCH,
+            section=PER_EPOCH,
             caption="network_opinion.rst",
             series=True,
             summary="the network opinion (b, d, u) against epoch, before and after calibration",
         ),
         FigureSpec(
             "reliability",
-            lambda t, title, paths, o: distributions.reliability(
+            lambda t, title, paths, o: figures.distributions.reliability(
                 t["reliability"], t["history"], title, paths, t["scores"]
             ),
             tables=("reliability", "history", "scores"),
             job="metric_figures",
-            stage=CHOSEN,
+            section=CHOSEN,
             caption="reliability.rst",
             series=False,
             summary="top-label reliability diagrams with the confidence histogram, for the first, best-validation-loss "
@@ -176,36 +162,36 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "trust_spectrum",
-            lambda t, title, paths, o: distributions.trust_spectrum(
+            lambda t, title, paths, o: figures.distributions.trust_spectrum(
                 t["trust_spectrum"], t["history"], title, paths, o.get("dataset"), t["scores"]
             ),
             tables=("trust_spectrum", "history", "scores"),
             job="metric_figures",
-            stage=CHOSEN,
+            section=CHOSEN,
             caption="trust_spectrum.rst",
             series=False,
             summary="NetTrustScore trust spectrum T(z) per label at the same three epochs",
         ),
         FigureSpec(
             "trust_density",
-            lambda t, title, paths, o: distributions.trust_density(
+            lambda t, title, paths, o: figures.distributions.trust_density(
                 t["trust_density"], t["history"], title, paths, o.get("dataset")
             ),
             tables=("trust_density", "history"),
             job="metric_figures",
-            stage=CHOSEN,
+            section=CHOSEN,
             caption="trust_density.rst",
             series=False,
             summary="trust density per label at the same three epochs (log scale)",
         ),
         FigureSpec(
             "cluster_sweep",
-            lambda t, title, paths, o: distributions.cluster_sweep(
+            lambda t, title, paths, o: figures.distributions.cluster_sweep(
                 t["trust_sweep"], title, paths, o.get("clusters") or 10
             ),
             tables=("trust_sweep",),
             job="figures",
-            stage=VARIANTS,
+            section=VARIANTS,
             caption="cluster_sweep.rst",
             series=False,
             params=("clusters",),
@@ -214,20 +200,20 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "opinion_triangle",
-            lambda t, title, paths, o: distributions.opinion_triangle(t["trust"], title, paths),
+            lambda t, title, paths, o: figures.distributions.opinion_triangle(t["trust"], title, paths),
             tables=("trust",),
             job="figures",
-            stage=VARIANTS,
+            section=VARIANTS,
             caption="opinion_triangle.rst",
             series=True,
             summary="the network opinion of every epoch in the (b, d, u) triangle, with a zoomed view",
         ),
         FigureSpec(
             "calibrator_trust",
-            lambda t, title, paths, o: calibrators.calibrator_trust(t["trust"], t["calibration"], title, paths),
+            lambda t, title, paths, o: figures.calibrators.calibrator_trust(t["trust"], t["calibration"], title, paths),
             tables=("trust", "calibration"),
             job="figures",
-            stage=CALIBRATORS,
+            section=CALIBRATOR_SECTION,
             caption="calibrator_trust.rst",
             series=True,
             summary="belief, disbelief and uncertainty (network and mean over labels) against epoch for the raw model "
@@ -235,10 +221,12 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "calibrator_metrics",
-            lambda t, title, paths, o: calibrators.calibrator_metrics(t["scores"], t["calibration"], title, paths),
+            lambda t, title, paths, o: figures.calibrators.calibrator_metrics(
+                t["scores"], t["calibration"], title, paths
+            ),
             tables=("scores", "calibration"),
             job="metric_figures",
-            stage=CALIBRATORS,
+            section=CALIBRATOR_SECTION,
             caption="calibrator_metrics.rst",
             series=True,
             summary="ECE, smooth ECE, NLL and Brier score against epoch for the raw model and every calibrator, with "
@@ -246,12 +234,12 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "calibrator_reliability",
-            lambda t, title, paths, o: calibrators.calibrator_reliability(
+            lambda t, title, paths, o: figures.calibrators.calibrator_reliability(
                 t["reliability"], t["history"], t["calibration"], title, paths
             ),
             tables=("reliability", "history", "calibration"),
             job="metric_figures",
-            stage=CALIBRATORS,
+            section=CALIBRATOR_SECTION,
             caption="calibrator_reliability.rst",
             series=False,
             summary="top-label reliability diagram of the raw model and every calibrator at the best-validation epoch",
@@ -316,11 +304,11 @@ def render_figures(
             if name not in inputs:
                 raise TrustcalError(f"a figure needs the {name} table, but no {name} file was given")
             columns, rule = TABLES[name]
-            self[name] = style.concat_seeds(_paths(inputs[name]), columns, rule=rule)
+            self[name] = figures.style.concat_seeds(_paths(inputs[name]), columns, rule=rule)
             return self[name]
 
     tables = _Tables()
-    title = style.DATASET_TITLES.get(dataset, dataset)
+    title = figures.style.DATASET_TITLES.get(dataset, dataset)
     for name, paths in outputs.items():
         draw(name, tables, title, paths, dataset=dataset, clusters=clusters, **options)
 

@@ -1,0 +1,60 @@
+"""Every calibration method by name: :data:`METHODS`, :func:`fit_calibrator`, :func:`calibrator_from_state`.
+
+The methods live in ``scaling`` (none, temperature, vector, matrix, dirichlet) and ``binning``
+(histogram, isotonic), both built on the interface of ``base``; this module sits above all three,
+so that no module of the family imports one that imports it back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trustcal.calibration.base import Calibrator
+from trustcal.calibration.binning import HistogramBinning, IsotonicCalibration
+from trustcal.calibration.scaling import (
+    DirichletCalibration,
+    MatrixScaling,
+    NoCalibration,
+    TemperatureScaling,
+    VectorScaling,
+)
+from trustcal.calibration.temperature import T_MAX, T_MIN
+
+METHODS: tuple[str, ...] = ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
+_CLASSES: dict[str, type[Calibrator]] = {
+    c.method: c
+    for c in (
+        NoCalibration,
+        TemperatureScaling,
+        VectorScaling,
+        MatrixScaling,
+        DirichletCalibration,
+        HistogramBinning,
+        IsotonicCalibration,
+    )
+}
+
+
+def calibrator_class(method: str) -> type[Calibrator]:
+    """The :class:`Calibrator` subclass of ``method`` (a ValueError naming the valid ones otherwise)."""
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"unknown calibration method {method!r}; valid: {', '.join(METHODS)}")
+    return _CLASSES[method]
+
+
+def fit_calibrator(
+    method: str, logits: np.ndarray, labels: np.ndarray, *, t_min: float = T_MIN, t_max: float = T_MAX, **options
+) -> Calibrator:
+    """Fit calibrator ``method`` on N×K ``logits`` (log-probabilities for probability inputs) and N labels.
+
+    ``t_min``/``t_max`` bound the temperature, and vector, matrix and Dirichlet scaling's
+    per-class scales to [1/t_max, 1/t_min]. Options: ``tol``, ``max_iter`` (temperature,
+    vector, matrix, dirichlet), ``odir_lambda``, ``odir_mu`` (matrix, dirichlet), ``bins``
+    (histogram); anything else is a ValueError.
+    """
+    return calibrator_class(method).fit(logits, labels, t_min=t_min, t_max=t_max, **options)
+
+
+def calibrator_from_state(method: str, state) -> Calibrator:
+    """The calibrator whose :meth:`Calibrator.state` this is (a dict, or ``np.load`` of its ``np.savez``)."""
+    return calibrator_class(method).from_state(state)
