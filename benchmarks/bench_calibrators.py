@@ -67,17 +67,6 @@ def network_logits(n: int = 6000, k: int = 10, seed: int = 0) -> tuple[np.ndarra
     return 2.5 * z_true @ mixing.T + rng.normal(0, 0.3, k), y
 
 
-def vote_fractions(n: int, k: int, trees: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A random forest's probabilities: the fraction of votes per class (as tests/test_calibrators.py)."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    right = np.where(rng.random(n) < 0.3, 0.4, 0.8)
-    votes = np.where(rng.random((n, trees)) < right[:, None], y[:, None], rng.integers(0, k, (n, trees)))
-    p = np.zeros((n, k))
-    np.add.at(p, (np.repeat(np.arange(n), trees), votes.ravel()), 1.0 / trees)
-    return p, y
-
-
 def inputs() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """name → (validation logits, labels); probability inputs as log max(p, PROB_FLOOR)."""
     from trustcal.numerics import floored_log
@@ -87,7 +76,7 @@ def inputs() -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
     z, y = network_logits()
     p32 = softmax(z).astype(np.float32).astype(np.float64)
-    p_votes, y_votes = vote_fractions(6000, 10, 5, seed=0)
+    p_votes, y_votes = corpus.vote_fractions(6000, 10, 5, seed=0)
     found = {"network": (z, y), "network-probs": (floored_log(p32), y), "votes": (floored_log(p_votes), y_votes)}
     for classifier in ("forest", "naive_bayes", "logistic", "mlp"):
         m = corpus.train("digits", classifier)

@@ -166,6 +166,19 @@ class Written:
 FLOAT = "%.17g"  # round-trips every float64 exactly
 
 
+def vote_fractions(n: int, k: int, trees: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A random forest's probabilities, simulated: the fraction of ``trees`` votes per class, so most entries
+    are exactly 0 and a few true classes get 0 too. A tree votes for the label with probability 0.8 (0.4 for a
+    third of the samples, the hard ones), else for a uniformly drawn class. Returns (N×K probabilities, labels)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    right = np.where(rng.random(n) < 0.3, 0.4, 0.8)
+    votes = np.where(rng.random((n, trees)) < right[:, None], y[:, None], rng.integers(0, k, (n, trees)))
+    p = np.zeros((n, k))
+    np.add.at(p, (np.repeat(np.arange(n), trees), votes.ravel()), 1.0 / trees)
+    return p, y
+
+
 def _frame(values: np.ndarray, columns, labels) -> pd.DataFrame:
     return pd.DataFrame(values, columns=list(columns)).assign(label=labels)
 

@@ -378,15 +378,21 @@ def test_eaurc_zero_for_an_oracle_ranking_and_closed_form_of_the_oracle():
     assert M.aurc(probs, labels) == pytest.approx(r + (1 - r) * math.log(1 - r), abs=r / n)
 
 
-@SETTINGS
-@given(st.integers(0, 2**32 - 1), st.integers(1, 200), st.booleans())
-def test_selective_properties(seed, n, coarse):
+def three_class_predictions(seed: int, n: int, coarse: bool):
+    """N random 3-class probability rows, their labels and the generator that drew them (for more draws);
+    ``coarse``: rounded to fifths, so confidences tie."""
     rng = np.random.default_rng(seed)
     probs = rng.dirichlet(np.full(3, 0.7), size=n)
     if coarse:
         probs = np.round(probs * 5) / 5 + 1e-3
         probs /= probs.sum(axis=1, keepdims=True)
-    labels = rng.integers(0, 3, n)
+    return probs, rng.integers(0, 3, n), rng
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(1, 200), st.booleans())
+def test_selective_properties(seed, n, coarse):
+    probs, labels, rng = three_class_predictions(seed, n, coarse)
     rc = M.risk_coverage(probs, labels)
     conf, hit = top_label(probs, labels)
     assert rc["risk"].iloc[-1] == pytest.approx(1 - hit.mean(), abs=n * EPS)
@@ -453,12 +459,7 @@ def test_augrc_equals_its_definition_over_thresholds(seed, n, coarse):
     """Against the brute force over thresholds (exact fractions), with and without ties; invariant
     under a permutation of the rows; equal to the mean of the generalized risk k/N·risk_k of
     :func:`risk_coverage` minus the last half-step (trapezoids vs right endpoints)."""
-    rng = np.random.default_rng(seed)
-    probs = rng.dirichlet(np.full(3, 0.7), size=n)
-    if coarse:
-        probs = np.round(probs * 5) / 5 + 1e-3
-        probs /= probs.sum(axis=1, keepdims=True)
-    labels = rng.integers(0, 3, n)
+    probs, labels, rng = three_class_predictions(seed, n, coarse)
     got = M.augrc(probs, labels)
     # N trapezoids, each of a few operations on numbers ≤ 2N, divided by 2N²: 4·N·ε bounds the rounding
     assert got == pytest.approx(float(augrc_by_thresholds(probs, labels)), abs=4 * n * EPS)

@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from corpus import vote_fractions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -657,19 +658,6 @@ def fit_rounding(z):
     return (z.shape[1] + 2) * EPS * (1 + np.abs(z - z.max(axis=1, keepdims=True)).max())
 
 
-def vote_fractions(n, k, trees, seed):
-    """A random forest's probabilities: the fraction of ``trees`` votes per class, so most entries are
-    exactly 0 and a few true classes get 0 too. A tree votes for the label with probability 0.8 (0.4 for a
-    third of the samples, the hard ones), else for a uniformly drawn class."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    right = np.where(rng.random(n) < 0.3, 0.4, 0.8)
-    votes = np.where(rng.random((n, trees)) < right[:, None], y[:, None], rng.integers(0, k, (n, trees)))
-    p = np.zeros((n, k))
-    np.add.at(p, (np.repeat(np.arange(n), trees), votes.ravel()), 1.0 / trees)
-    return p, y
-
-
 def digits_forest():
     """Validation probabilities of a 10-tree random forest on scikit-learn's digits (the measured case of
     issue 19: temperature scaling raised this split's NLL from 0.568 to 0.987, T at its bound)."""
@@ -694,11 +682,11 @@ def test_identity_family_never_raises_the_fit_nll_of_probability_inputs(method, 
     (fit on log max(p, 2.2e-308) = −708, report at 1e-12) temperature scaling raised the digits forest's
     NLL 0.568 → 0.987 (T at its bound, 100), and all four raised the vote fractions' NLL (vector scaling
     0.776 → 0.826)."""
-    from trustcal.assessment import log_probs
     from trustcal.calibration.table import calibration_row
+    from trustcal.numerics import floored_log
 
     p, y = digits_forest() if case == "digits_forest" else vote_fractions(3000, 10, 5, seed=0)
-    z = log_probs(p)
+    z = floored_log(p)
     row, cal = calibration_row(0, {"val_logits": z, "val_labels": y}, method, "val")
     assert row["fit_nll_after"] <= row["fit_nll_before"] + fit_rounding(z), row
     assert not cal.summary().get("identity_fallback"), row
@@ -762,15 +750,14 @@ def test_identity_family_never_raises_its_fit_nll_property(seed, n, k, zeros, me
     """On any probabilities (a fraction ``zeros`` of the entries set to exactly 0, the true class's too)
     and labels, the identity family's fitted map has a fit-split NLL (floored, as reported) no higher than
     the raw probabilities', without falling back."""
-    from trustcal.assessment import log_probs
-    from trustcal.numerics import mean_nll
+    from trustcal.numerics import floored_log, mean_nll
 
     rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.ones(k), n) * (rng.random((n, k)) >= zeros)
     p[p.sum(axis=1) == 0, 0] = 1.0
     p /= p.sum(axis=1, keepdims=True)
     y = rng.integers(0, k, n)
-    z = log_probs(p)
+    z = floored_log(p)
     cal = fit_calibrator(method, z, y)
     assert mean_nll(cal.predict_proba(z), y) <= mean_nll(p, y) + fit_rounding(z)
     assert not cal.identity_fallback
@@ -910,10 +897,10 @@ def test_fits_on_probability_files_converge(method, case):
     the reported W and b (gradient written out here): every component is 0 up to the stopping rule, except a
     scale at a bound of [1/t_max, 1/t_min], pushed outwards. The fit's tol bounds the gradient in standardised
     units (x − m)/σ: in the original ones, component (i, j) of W is ≤ tol·(σ_j + |m_j|)."""
-    from trustcal.assessment import log_probs
+    from trustcal.numerics import floored_log
 
     p, y = digits_forest() if case == "digits_forest" else vote_fractions(3000, 10, 5, seed=0)
-    z = log_probs(p)
+    z = floored_log(p)
     cal = fit_calibrator(method, z, y)
     assert cal.converged and cal.iterations <= 100, cal.summary()
     x = z if method != "dirichlet" else log_softmax(z)

@@ -113,12 +113,6 @@ def with_class_names(tables: dict[str, pd.DataFrame], names: Sequence[str] | Non
     return out
 
 
-def log_probs(probs: np.ndarray) -> np.ndarray:
-    """Logits of probabilities, log max(p, PROB_FLOOR) (softmax(log p / T) is temperature scaling of p): the
-    floor of the reported NLL, so a calibrator's objective at the identity map is the raw NLL (docs/method.md §2.12)."""
-    return floored_log(probs)
-
-
 class CalibratorsNotFitted(PredictionError):
     """Calibrators were asked for by name, but no file has validation predictions to fit them on."""
 
@@ -190,8 +184,10 @@ def predictions_of(
         add(Predictions(f.epoch, state, "val", item.val_probs, item.val_labels), f.path)
         if f.calibrated:
             continue  # already calibrated: used as it is
-        logits = item.logits if item.logits is not None else log_probs(item.probs)
-        val_logits = item.val_logits if item.val_logits is not None else log_probs(item.val_probs)
+        # probabilities are fitted as log max(p, PROB_FLOOR): the floor of the reported NLL, so a calibrator's
+        # objective at the identity map is the raw NLL (docs/method.md §2.12)
+        logits = item.logits if item.logits is not None else floored_log(item.probs)
+        val_logits = item.val_logits if item.val_logits is not None else floored_log(item.val_probs)
         for method in calibrators:
             row, cal = calibration_row(
                 f.epoch,

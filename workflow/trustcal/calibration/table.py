@@ -33,12 +33,6 @@ CALIBRATION_COLUMNS = (
 SPLITS = {"validation": "val", "test": "test"}  # config calibration.fit_on → the logits' key prefix
 
 
-def nll_of_probs(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Mean negative log-likelihood of the true labels' probabilities, floored at
-    :data:`~trustcal.numerics.PROB_FLOOR` (docs/method.md §2.12): the NLL of every table."""
-    return mean_nll(probs, labels)
-
-
 def calibration_row(
     epoch: int,
     d: dict[str, np.ndarray],
@@ -56,7 +50,7 @@ def calibration_row(
 
     def nlls(s):
         logits, labels = d[f"{s}_logits"], d[f"{s}_labels"]
-        return nll_of_probs(softmax(logits), labels), nll_of_probs(cal.predict_proba(logits), labels)
+        return mean_nll(softmax(logits), labels), mean_nll(cal.predict_proba(logits), labels)
 
     fit_before, fit_after = nlls(split)
     val_before, val_after = nlls("val")
