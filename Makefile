@@ -26,7 +26,7 @@ format: $(VENV)/.installed-test  ## apply the formatters (and ruff's safe fixes)
 docs: $(VENV)/.installed-test  ## the documentation site, into site/ (mkdocs.yml; any warning, e.g. a broken link, fails it)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-benchmark: $(VENV)/.installed  ## training-speed benchmark (README: Training speed)
+benchmark: $(VENV)/.installed  ## training-speed benchmark (benchmarks/README.md)
 	$(BIN)/python benchmarks/bench_training.py
 
 $(VENV)/bin/python:

@@ -6,7 +6,11 @@ and :func:`~trustcal.reporting.tables.trust_tables` on 10,000 × 10 test
 predictions with 200 bootstrap resamples (every score, its interval, the side
 tables, the trust opinions and their intervals), plus the validation split
 where a table needs it (its row of scores.csv; the cluster opinions of
-dynamic_trust.csv are learned on it). The trust sweep (6 epochs of a run, not
+dynamic_trust.csv and selective.csv are learned on it). That includes the
+measures of docs/method.md §13, also timed apart: the smooth ECE of every
+resample (each with its own bandwidth search), the smooth reliability diagram
+with its band, the calibration/refinement split (five temperature fits), the
+selective-prediction table (four scores, paired intervals) and Kuiper's test. The trust sweep (6 epochs of a run, not
 every one) is left out. The states are the raw model and temperature scaling
 (T = 1.7); random logits stand in for a model's (the cost does not depend on
 their values much).
@@ -39,13 +43,16 @@ import pandas as pd  # noqa: E402
 
 from trustcal.measures import metrics as M  # noqa: E402
 from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores  # noqa: E402
+from trustcal.measures.smooth import bootstrap_smece, smooth_reliability  # noqa: E402
 from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
 from trustcal.reporting.tables import (  # noqa: E402
     MetricParams,
     Predictions,
+    _refinement_losses,
     _resample_counts,
     dynamic_trust_table,
     score_tables,
+    selective_table,
     trust_tables,
 )
 
@@ -101,7 +108,13 @@ def main(argv=None) -> None:
 
     def pieces(p):
         test, val = p
+        conf, hit = test.probs.max(axis=1), (test.probs.argmax(axis=1) == test.labels).astype(np.float64)
         return {
+            "bootstrap_smece": lambda: bootstrap_smece(conf, hit, counts),
+            "smooth_reliability": lambda: smooth_reliability(conf, hit, counts, mp.smooth_points),
+            "calibration_refinement": lambda: _refinement_losses(test, mp, bootstrap.seed),
+            "selective_table": lambda: selective_table(p, tp, bootstrap),
+            "kuiper_test": lambda: M.kuiper_test(test.probs, test.labels),
             "bootstrap_scores": lambda: bootstrap_scores(test.probs, test.labels, counts, mp),
             "bootstrap_opinions": lambda: bootstrap_opinions(test.probs, test.labels, counts, tp),
             "scalar_metrics_test": lambda: M.scalar_metrics(test.probs, test.labels),

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trustcal import cli, stages
-from trustcal.assessment import assess
+from trustcal.assessment import assess_files
 from trustcal.calibration.temperature import softmax
 from trustcal.errors import TrustcalError
 from trustcal.files import read_npz
@@ -33,6 +33,7 @@ from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams, trust_opinions
 from trustcal.predictions import PredictionError, PredictionFile, ReadOptions, series, validation
 from trustcal.reporting.tables import MetricParams, SweepParams
+from trustcal.settings import Settings
 
 MNIST_PRED = AUTHOR_PREDICTIONS / "MNIST_PRED"
 CIFAR_PRED = AUTHOR_PREDICTIONS / "CIFAR_PRED"
@@ -197,11 +198,14 @@ def test_npz_with_validation_logits_is_calibrated_like_the_workflow(tmp_path):
     sweep = SweepParams(clusters=(5, 10), epochs=(1, 3))
     states = tmp_path / "temperature.npz"
     stages.calibrate_stage(paths, states, tmp_path / "calibration.csv")
-    wf = {n: str(tmp_path / f"wf_{n}.csv") for n in ("trust", "dynamic_trust", "trust_sweep")}
+    wf = {n: str(tmp_path / f"wf_{n}.csv") for n in ("trust", "dynamic_trust", "trust_sweep", "selective")}
     boot = BootstrapParams()
-    stages.trust_stage(paths, [states], wf, TrustParams(), sweep, boot)
-    sc = {n: str(tmp_path / f"wf_{n}.csv") for n in ("scores", "trust_spectrum", "reliability", "trust_density")}
-    stages.scores_stage(paths, [states], sc, MetricParams(), boot)
+    stages.trust_stage(paths, [states], wf, Settings(trust=TrustParams(), sweep=sweep, bootstrap=boot))
+    sc = {
+        n: str(tmp_path / f"wf_{n}.csv")
+        for n in ("scores", "trust_spectrum", "reliability", "trust_density", "smooth_reliability")
+    }
+    stages.scores_stage(paths, [states], sc, Settings(metrics=MetricParams(), bootstrap=boot))
 
     code, stdout, stderr = run(
         "assess",
@@ -756,7 +760,7 @@ def csv_texts(draw):
 
 def _assess_or_documented_error(path, **opts):
     try:
-        a = assess([path], ReadOptions(**opts), sweep=SweepParams(clusters=(2,), epochs=(0,)))
+        a = assess_files([path], ReadOptions(**opts), Settings(sweep=SweepParams(clusters=(2,), epochs=(0,))))
     except PredictionError as exc:
         msg = str(exc)
         assert Path(path).name in msg and "Fix:" in msg, msg
@@ -875,12 +879,12 @@ def test_history_beside_a_series_is_used_unless_another_is_given(tmp_path):
         series / "history.csv", index=False
     )
     (series / "notes.txt").write_text("no epoch here")
-    a = assess(series)
+    a = assess_files(series)
     assert a.history_file == series / "history.csv" and a.history["val_loss"].tolist() == [1.0, 0.8]
     assert [p.name for p in a.skipped] == ["notes.txt"]
     other = tmp_path / "other.csv"
     pd.DataFrame({"epoch": [1, 2], "train_loss": [0.3, 0.2], "val_loss": [0.4, 0.6]}).to_csv(other, index=False)
-    a = assess(series, history=other)
+    a = assess_files(series, history=other)
     assert a.history_file == other and a.history["val_loss"].tolist() == [0.4, 0.6]
     assert sorted(p.name for p in a.skipped) == ["history.csv", "notes.txt"]
 
@@ -902,7 +906,8 @@ def test_tables_computed_an_epoch_at_a_time_equal_those_of_one_call():
     params = (TrustParams(), MetricParams(density_points=11), SweepParams(clusters=(2, 10), epochs=(2,)))
     boot = BootstrapParams(resamples=30)
     seen = []
-    got = assessment_tables(preds, *params, boot, progress=lambda items, what, unit: seen.append(what) or items)
+    settings = Settings(trust=params[0], metrics=params[1], sweep=params[2], bootstrap=boot)
+    got = assessment_tables(preds, settings, progress=lambda items, what, unit: seen.append(what) or items)
     want = {**trust_tables(preds, params[0], params[2], boot), **score_tables(preds, params[1], boot)}
     assert list(got) == list(want) and seen == ["assessing"]
     for name in want:

@@ -207,3 +207,96 @@ def test_ks_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows(case):
         assert got["aurc"][b] == pytest.approx(metrics.aurc(p, y), abs=tol)
         assert got["eaurc"][b] == pytest.approx(metrics.eaurc(p, y), abs=tol)
         assert got["augrc"][b] == pytest.approx(metrics.augrc(p, y), abs=tol)
+
+
+# --------------------------------------------------------------------------- smooth ECE and the smooth diagram (§13.3)
+
+
+def _overconfident(n, k, seed, scale):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, n)
+    z = rng.normal(size=(n, k)) * scale
+    z[np.arange(n), labels] += 2.0
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True), labels
+
+
+@pytest.mark.parametrize(
+    "case", ["overconfident", "nearly calibrated (σ < 0.01 tried: larger grids)", "ties", "one sample"]
+)
+def test_each_smooth_ece_resample_equals_the_smooth_ece_of_its_drawn_rows(case):
+    """Every replicate runs its own bandwidth search (relplot's), so it is the smooth ECE recomputed on the drawn
+    rows; the sums differ only in order (float64 rounding of a few hundred grid terms). The nearly calibrated
+    case reaches bandwidths below 0.01, where relplot's grid grows past 1001 points."""
+    from trustcal.measures import metrics
+    from trustcal.measures.smooth import bootstrap_smece
+
+    n = {"one sample": 1, "nearly calibrated (σ < 0.01 tried: larger grids)": 20_000}.get(case, 2000)
+    probs, labels = _overconfident(n, 5, seed=21, scale=3.0)
+    if case.startswith("nearly"):  # labels drawn from the probabilities: calibrated by construction
+        rng = np.random.default_rng(8)
+        labels = (rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1).clip(0, 4)
+    if case == "ties":
+        probs[: n // 4] = probs[0]
+    conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    counts = resample_counts(n, BootstrapParams(resamples=8, seed=2))
+    got = bootstrap_smece(conf, hit, counts)
+    sigmas = []
+    for b in range(len(counts)):
+        rows = np.repeat(np.arange(n), counts[b].astype(int))
+        want, sigma = metrics.smece(probs[rows], labels[rows], return_sigma=True)
+        sigmas.append(sigma)
+        assert got[b] == pytest.approx(want, rel=1e-12, abs=1e-15), b
+    if case.startswith("nearly"):  # the bisection from 1 tried 1/128 < 0.01 on its way to a σ* below 1/64
+        assert min(sigmas) < 1 / 64
+
+
+def test_smooth_diagram_is_relplots_kernel_smoother_and_its_band_the_drawn_rows():
+    """The curve is relplot's KernelSmoother with the reflected Gaussian kernel at the smooth ECE's bandwidth
+    (relplot convolves by direct summation, we by FFT: a few ε times the grid size apart), the density its
+    ``kde`` with the same kernel; each resample's curve is relplot's
+    smoother fitted on the drawn rows, and the band their percentiles."""
+    from relplot.estimators import KernelSmoother
+    from relplot.kernels import ReflectedGaussianKernel
+
+    from trustcal.measures import metrics
+    from trustcal.measures.smooth import smooth_reliability
+
+    probs, labels = _overconfident(1500, 4, seed=22, scale=2.5)
+    conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    counts = resample_counts(len(hit), BootstrapParams(resamples=12, seed=6))
+    out = smooth_reliability(conf, hit, counts, points=41, level=0.8)
+    _, sigma = metrics.smece(probs, labels, return_sigma=True)
+    t = np.linspace(0, 1, 41)
+    assert np.array_equal(out["confidence"], t) and (out["bandwidth"] == sigma).all()
+    kernel = ReflectedGaussianKernel(sigma)
+    e = max(2000, round(20 / sigma)) // 2 + 1
+    tol = 16 * e * np.finfo(float).eps  # the FFT against direct convolution, relative to values ≤ 1
+    smoother = KernelSmoother(kernel).fit(conf.reshape(-1, 1), hit)
+    np.testing.assert_allclose(out["accuracy"], smoother.predict(t.reshape(-1, 1)), rtol=0, atol=tol)
+    np.testing.assert_allclose(out["density"], kernel.kde(conf, t), rtol=0, atol=tol)
+    curves = []
+    for b in range(len(counts)):
+        rows = np.repeat(np.arange(len(hit)), counts[b].astype(int))
+        curves.append(KernelSmoother(kernel).fit(conf[rows].reshape(-1, 1), hit[rows]).predict(t.reshape(-1, 1)))
+    lo, hi = percentile_interval(np.array(curves), 0.8)
+    np.testing.assert_allclose(out["accuracy_lo"], lo, rtol=0, atol=tol)
+    np.testing.assert_allclose(out["accuracy_hi"], hi, rtol=0, atol=tol)
+
+
+def test_score_tables_carry_the_smooth_ece_interval_and_the_smooth_diagram():
+    from trustcal.measures.smooth import bootstrap_smece
+    from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+
+    probs, labels = _overconfident(800, 4, seed=23, scale=2.0)
+    boot = BootstrapParams(resamples=25, seed=9)
+    tables = score_tables([Predictions(2, "none", "test", probs, labels)], MetricParams(smooth_points=11), boot)
+    row = tables["scores"].iloc[0]
+    conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    lo, hi = percentile_interval(bootstrap_smece(conf, hit, resample_counts(800, boot)), boot.level)
+    assert (row["smece_lo"], row["smece_hi"]) == (lo, hi)
+    diagram = tables["smooth_reliability"]
+    assert list(diagram.columns) == [
+        "epoch", "calibrator", "split", "confidence", "accuracy", "density", "bandwidth", "accuracy_lo", "accuracy_hi",
+    ]  # fmt: skip
+    assert len(diagram) == 11 and (diagram["accuracy_lo"] <= diagram["accuracy_hi"]).all()

@@ -135,3 +135,100 @@ def test_scalar_metrics_carries_the_tests():
     # the statistic is N·ks_error / √(Σ C(1 − C))
     statistic = M.ks_test(probs, labels)[0]
     assert statistic == pytest.approx(len(labels) * out["ks_error"] / math.sqrt(np.sum(conf * (1 - conf))), rel=8 * EPS)
+
+
+# --------------------------------------------------------------------------- Kuiper (docs/method.md §13.4)
+
+
+def test_brownian_range_distribution():
+    """Both series (theta series for x < 1, Feller's tail series for x ≥ 1) summed to 400 terms agree with the
+    40-term function on either side of the switch; MAPIE's CDF (truncated at its EPSILON = 1e-8) agrees
+    within 1e-8; the mean of the range, ∫ P(R ≥ x) dx, is 2·√(2/π) (Feller 1951); the tail tends to
+    4·erfc(x/√2) = 8·P(N(0,1) ≥ x), the first tail term."""
+    from mapie.metrics.calibration import kuiper_cdf
+
+    from trustcal.measures.kuiper import brownian_range_sf
+
+    for x in (0.3, 0.6, 0.9, 1.0, 1.4, 2.0, 3.5):
+        theta = 1 - sum(
+            (8 / x**2 + 2 / ((k + 0.5) ** 2 * math.pi**2)) * math.exp(-2 * (k + 0.5) ** 2 * math.pi**2 / x**2)
+            for k in range(400)
+        )
+        tail = 4 * sum((-1) ** (k - 1) * k * math.erfc(k * x / math.sqrt(2)) for k in range(1, 400))
+        assert brownian_range_sf(x) == pytest.approx(theta, abs=64 * EPS)
+        assert brownian_range_sf(x) == pytest.approx(tail, abs=64 * EPS)
+        assert brownian_range_sf(x) == pytest.approx(1 - kuiper_cdf(x), abs=1e-8)
+    grid = np.linspace(0, 12, 24_001)
+    sf = np.array([brownian_range_sf(x) for x in grid])
+    mean = float(np.sum((sf[1:] + sf[:-1]) / 2) * (grid[1] - grid[0]))  # trapezoids; the tail beyond 12 is < 1e-30
+    assert mean == pytest.approx(2 * math.sqrt(2 / math.pi), abs=1e-7)
+    assert brownian_range_sf(0.0) == 1.0 and math.isnan(brownian_range_sf(math.nan))
+    assert brownian_range_sf(10.0) == pytest.approx(4 * math.erfc(10 / math.sqrt(2)), rel=1e-12)
+    assert brownian_range_sf(10.0) > 0  # no cancellation to 0 in the far tail
+
+
+def test_kuiper_by_hand():
+    # C = .6, .7, .8 (increasing) with hits 1, 0, 1: walk .4, −.3, −.1 → with S_0 = 0 the range is .4 − (−.3) = .7;
+    # σ² = .24 + .21 + .16 = .61
+    probs = np.array([[0.6, 0.4], [0.7, 0.3], [0.8, 0.2]])
+    statistic, p = M.kuiper_test(probs, np.array([0, 1, 0]))
+    assert statistic == pytest.approx(0.7 / math.sqrt(0.61), rel=8 * EPS)
+    assert p == M.brownian_range_sf(statistic)
+    # a walk on one side of 0: the range reaches back to S_0 = 0 (MAPIE's would not), so it equals the KS maximum
+    statistic, _ = M.kuiper_test(probs, np.array([1, 1, 1]))
+    assert statistic == pytest.approx(M.ks_test(probs, np.array([1, 1, 1]))[0], rel=8 * EPS)
+    sure = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert M.kuiper_test(sure, np.array([0, 0])) == (math.inf, 0.0)
+    assert all(math.isnan(v) for v in M.kuiper_test(sure, np.array([0, 1])))
+
+
+def test_kuiper_against_mapie_on_real_scikit_learn_predictions(corpus_members):
+    """Where the test confidences are distinct (MAPIE jitters ties), the statistic equals MAPIE's range of its
+    cumulative differences extended to include S_0 = 0 (MAPIE's ``kuiper_statistic`` leaves it out), within
+    MAPIE's jitter (as for the KS test above: N·6e-8 on the walk); the p-value is MAPIE's CDF at our statistic."""
+    from mapie.metrics import calibration as mapie
+
+    compared = 0
+    for member in corpus_members:
+        conf, hit = top_label(member.p_test, member.y_test)
+        gaps = np.diff(np.sort(conf))
+        if not (gaps.size and gaps.min() > 1e-6 and np.sum(conf * (1 - conf)) > 0):
+            continue
+        n, sigma = len(conf), math.sqrt(np.sum(conf * (1 - conf)))
+        walk = mapie.cumulative_differences(hit, conf) * n  # Σ_{j≤i} (hit_j − C_j), i = 1 … N
+        want = (max(walk.max(), 0.0) - min(walk.min(), 0.0)) / sigma
+        assert mapie.kuiper_statistic(hit, conf) == pytest.approx((walk.max() - walk.min()) / sigma, rel=1e-12)
+        statistic, p = M.kuiper_test(member.p_test, member.y_test)
+        tol = 2 * n * 6e-8 / sigma  # two ends of the range, each moved by the jitter
+        assert statistic == pytest.approx(want, abs=tol), member.name
+        assert p == pytest.approx(1 - mapie.kuiper_cdf(statistic), abs=1e-8), member.name
+        compared += 1
+    assert compared >= 5
+
+
+def test_kuiper_p_values_uniform_when_calibrated_and_tiny_when_overconfident():
+    """As the KS test above: 200 data sets of N = 1000 calibrated by construction give p-values that scipy's
+    one-sample KS test does not reject as Uniform(0, 1) at level 1e-3; sharpened probabilities reject."""
+    from scipy import stats
+
+    rng = np.random.default_rng(1951)
+    ps = []
+    for _ in range(200):
+        probs = rng.dirichlet(np.full(4, 0.5), size=1000)
+        ps.append(M.kuiper_test(probs, sample_labels(probs, rng))[1])
+    assert stats.kstest(ps, "uniform").pvalue > 1e-3
+    probs = rng.dirichlet(np.full(4, 0.5), size=2000)
+    labels = sample_labels(probs, rng)
+    sharp = probs**2 / np.sum(probs**2, axis=1, keepdims=True)
+    assert M.kuiper_test(sharp, labels)[1] < 1e-6
+
+
+def test_scalar_metrics_carries_kuiper():
+    rng = np.random.default_rng(6)
+    probs = rng.dirichlet(np.full(3, 0.7), size=500)
+    labels = sample_labels(probs, rng)
+    assert M.scalar_metrics(probs, labels)["kuiper_p"] == M.kuiper_test(probs, labels)[1]
+    # with ties in the confidences the walk is read at the end of each group: the order of tied rows is irrelevant
+    probs[:100] = probs[0]
+    perm = rng.permutation(500)
+    assert M.kuiper_test(probs[perm], labels[perm]) == pytest.approx(M.kuiper_test(probs, labels), rel=64 * EPS)

@@ -972,7 +972,8 @@ def test_calibrators_asked_for_without_validation_data_are_an_error(tmp_path):
 def test_a_series_with_some_epochs_without_validation_data_warns_by_name(tmp_path):
     """In a series where only some epochs carry validation predictions, those are calibrated and each
     calibrator asked for gets one warning naming the files it could not be fitted on."""
-    from trustcal.assessment import assess
+    from trustcal.assessment import assess_files
+    from trustcal.settings import CalibrationSettings, Settings
 
     rng = np.random.default_rng(4)
     for epoch in (1, 2):
@@ -982,7 +983,8 @@ def test_a_series_with_some_epochs_without_validation_data_warns_by_name(tmp_pat
         if epoch == 1:
             arrays.update(val_logits=z, val_labels=y)
         np.savez(tmp_path / f"epoch{epoch:03d}.npz", **arrays)
-    a = assess([tmp_path], calibrators=["temperature", "histogram"], bootstrap=None, sweep=None)
+    calibration = CalibrationSettings(methods=("temperature", "histogram"))
+    a = assess_files([tmp_path], settings=Settings(calibration=calibration, bootstrap=None, sweep=None))
     missing = [w for w in a.warnings if w.code == "calibrators_not_fitted"]
     assert [w.message.split("'")[1] for w in missing] == ["temperature", "histogram"]
     assert all("epoch002.npz" in w.message and "epoch001" not in w.message for w in missing)
@@ -1016,12 +1018,14 @@ def test_the_summary_names_each_calibrator_and_gives_t_only_for_temperature_scal
 def test_where_possible_fits_only_where_there_are_validation_data(tmp_path):
     """The workflow's external rule fits its config's methods where a set has validation predictions and
     nowhere else, without an error or a warning (an author's bef/aft files have none)."""
-    from trustcal.assessment import WherePossible, assess
+    from trustcal.assessment import assess_files
+    from trustcal.settings import CalibrationSettings, Settings
 
     rng = np.random.default_rng(7)
     for name in ("bef_1.npz", "aft_1.npz"):
         z = rng.normal(0, 2, (60, 3))
         np.savez(tmp_path / name, logits=z, labels=draw_labels(softmax(z), rng))
-    a = assess([tmp_path], calibrators=WherePossible(["temperature", "vector"]), bootstrap=None, sweep=None)
+    calibration = CalibrationSettings(methods=("temperature", "vector"), required=False)
+    a = assess_files([tmp_path], settings=Settings(calibration=calibration, bootstrap=None, sweep=None))
     assert not [w for w in a.warnings if w.code.startswith("calibrator")]
     assert set(a.tables["scores"]["calibrator"]) == {"none", "temperature"}  # aft_1: the paper's calibrated file

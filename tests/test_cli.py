@@ -125,14 +125,16 @@ def test_single_file_gets_reliability_and_trust_spectrum_figures(tmp_path):
     code, stdout, stderr = run("assess", write_preds(tmp_path / "model.csv"), "--out", out)
     assert code == 0, stderr
     drawn = {p.name for p in (out / "figures").iterdir()}
-    assert drawn == {f"{n}.png" for n in ("reliability", "trust_spectrum", "trust_density", "cluster_sweep")}
+    assert drawn == {
+        f"{n}.png" for n in ("reliability", "trust_spectrum", "trust_density", "cluster_sweep", "smooth_reliability")
+    }
     for name in ("reliability", "trust_spectrum", "trust_density"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 10_000
     assert "figures not drawn" not in stdout  # those against the epoch do not apply to one file
     code, stdout, stderr = run("assess", tmp_path / "model.csv", "--out", out, "--figure-formats", "png,pdf", "--json")
     assert code == 0 and json.loads(stdout)["figures"] == [
         f"figures/{n}.{ext}"
-        for n in ("reliability", "trust_spectrum", "trust_density", "cluster_sweep")
+        for n in ("reliability", "trust_spectrum", "trust_density", "cluster_sweep", "smooth_reliability")
         for ext in ("png", "pdf")
     ]
     code, _, stderr = run("assess", tmp_path / "model.csv", "--out", out, "--figure-formats", "svg")
@@ -284,8 +286,91 @@ def test_the_summary_names_what_each_missing_figure_needs(series, tmp_path):
     assert code == 0, stderr
     lines = [line for line in stdout.splitlines() if line.startswith("figures not drawn")]
     assert lines == [
-        "figures not drawn (need a training history): loss_curves, reliability, trust_spectrum, trust_density",
+        "figures not drawn (need a training history): loss_curves, reliability, trust_spectrum, trust_density, "
+        "selective_prediction, smooth_reliability",
         "figures not drawn (need validation data): calibration_metrics",
     ]
     drawn = {p.stem for p in (tmp_path / "out" / "figures").iterdir()}
-    assert drawn == {"trust_grid", "geometric_metrics", "network_opinion", "cluster_sweep", "opinion_triangle"}
+    assert drawn == {
+        "trust_grid",
+        "geometric_metrics",
+        "network_opinion",
+        "cluster_sweep",
+        "opinion_triangle",
+        "calibration_refinement",
+    }
+
+
+# --------------------------------------------------------------------------- settings and wording
+
+
+def test_the_default_arguments_are_the_librarys_default_settings(tmp_path):
+    """settings_from_args builds the one Settings of the arguments; the defaults are Settings()'s."""
+    from trustcal.measures.bootstrap import BootstrapParams
+    from trustcal.settings import CalibrationSettings, Settings
+
+    args = cli.build_parser().parse_args(["assess", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert cli.settings_from_args(args) == Settings()
+    args = cli.build_parser().parse_args(
+        ["assess", str(tmp_path), "--out", "o", "--clusters", "7", "--ece-bins", "5", "20", "--bootstrap", "0"]
+        + ["--calibrators", "isotonic,temperature", "--t-min", "0.5", "--t-max", "2", "--sweep-epochs", "3"]
+    )
+    s = cli.settings_from_args(args)
+    assert s.trust.clusters == 7 and s.metrics.ece_bins == (5, 20) and s.bootstrap is None
+    assert s.sweep.epochs == (3,) and s.calibration == CalibrationSettings(("isotonic", "temperature"), 0.5, 2.0)
+    args.bootstrap = 30
+    assert cli.settings_from_args(args).bootstrap == BootstrapParams(resamples=30)
+
+
+@pytest.mark.parametrize(
+    ("message", "options", "expected"),
+    [
+        ('Fix: pass kind="logits" to confirm', ("kind",), "Fix: pass --kind logits to confirm"),
+        ("or pass renormalize=True to divide", ("renormalize",), "or pass --renormalize to divide"),
+        ("(renormalize=True).", ("renormalize",), "(--renormalize)."),
+        ("give a labels file (labels=FILE).", ("labels",), "give a labels file (--labels FILE)."),
+        ("name_pattern='x(' is not valid", ("name_pattern",), "--name-pattern 'x(' is not valid"),
+        ("Fix: widen t_min/t_max.", ("t_min", "t_max"), "Fix: widen --t-min/--t-max."),
+        ("ask for none (calibrators=None: …)", ("calibrators",), "ask for none (no --calibrators: …)"),
+        # only the settings listed are rewritten, and a bare name only when it has an underscore
+        ("labels: 3 labels, kind of calibrators", ("labels", "calibrators"), "labels: 3 labels, kind of calibrators"),
+        ('kind="logits", calibration.t_min', (), 'kind="logits", calibration.t_min'),
+        ("calibration.t_min or t_min_x", ("t_min",), "calibration.t_min or t_min_x"),
+    ],
+)
+def test_library_messages_in_the_command_lines_words(message, options, expected):
+    assert cli.cli_words(message, options) == expected
+
+
+def test_a_warning_names_the_setting_in_the_library_and_the_flag_on_the_command_line(tmp_path):
+    """The library's warning names kind="logits" (and lists it); stderr, warnings.txt and --json name --kind."""
+    from trustcal.assessment import assess_files
+    from trustcal.settings import Settings
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "raw.csv"
+    labels = np.arange(60) % 3
+    logits = 3 * (rng.normal(size=(60, 3)) + 2 * np.eye(3)[labels])  # logits of a model right most of the time
+    pd.DataFrame(logits, columns=["p0", "p1", "p2"]).assign(label=labels).to_csv(path, index=False)
+    (w,) = assess_files([path], settings=Settings(sweep=None, bootstrap=None)).warnings
+    assert w.code == "logits_as_probabilities" and w.options == ("kind",)
+    assert 'pass kind="logits" to confirm' in w.message and "--" not in w.message
+    code, stdout, stderr = run("assess", path, "--out", tmp_path / "out", "--no-figures", "--json")
+    assert code == 0, stderr
+    said = [" ".join(stderr.split()), (tmp_path / "out" / "warnings.txt").read_text()]
+    said.append(json.loads(stdout)["warnings"][0]["message"])
+    for text in said:
+        assert "pass --kind logits to confirm" in text and "kind=" not in text, text
+
+
+def test_an_error_names_the_setting_in_the_library_and_the_flag_on_the_command_line(tmp_path):
+    from trustcal.assessment import assess_files
+    from trustcal.predictions import ProbabilityError
+
+    path = tmp_path / "off.csv"
+    path.write_text("p0,p1,label\n0.2,0.7,1\n0.5,0.5,0\n")
+    with pytest.raises(ProbabilityError) as info:
+        assess_files([path])
+    assert info.value.options == ("renormalize",) and "pass renormalize=True to divide" in str(info.value)
+    code, _, stderr = run("assess", path, "--out", tmp_path / "out")
+    assert code == 2 and "pass --renormalize to divide" in stderr and "renormalize=" not in stderr

@@ -125,6 +125,48 @@ def test_the_schema_defaults_are_the_librarys_defaults():
     assert {k: cfg["bootstrap"][k] for k in boot} == boot
 
 
+def test_the_settings_of_the_schemas_defaults_are_the_librarys_defaults():
+    """Settings.from_config on the schema's defaults is Settings() (trustcal.assess's and trustcal assess's),
+    but for the calibrators: the workflow's are temperature scaling and calibration.methods, where possible."""
+    from dataclasses import replace
+
+    from trustcal.settings import CalibrationSettings, Settings
+
+    got = Settings.from_config(validate_config({}))
+    assert replace(got, calibration=Settings().calibration) == Settings()
+    assert got.calibration == CalibrationSettings(methods=("temperature",), required=False)
+
+
+def test_settings_from_config_read_every_key_and_keep_the_defaults_of_the_others(paper):
+    from trustcal.measures.bootstrap import BootstrapParams
+    from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.settings import CalibrationSettings, Settings
+
+    trust = {**paper["trust"], "weight": 3.0, "clusters_sweep": [3, 4], "sweep_epochs": [2]}
+    cfg = validate_config(
+        {
+            **paper,
+            "clusters": 7,
+            "trust": trust,
+            "metrics": {"ece_bins": [5], "l2_bins": 4},
+            "bootstrap": {"resamples": 9},
+            "calibration": {"methods": ["isotonic", "temperature", "vector"], "t_min": 0.5, "t_max": 2.0},
+        }
+    )
+    s = Settings.from_config(cfg)
+    assert s.trust == TrustParams(clusters=7, weight=3.0)
+    assert s.sweep == SweepParams(clusters=(3, 4), epochs=(2,))
+    assert s.metrics == MetricParams(ece_bins=(5,), l2_bins=4)
+    assert s.bootstrap == BootstrapParams(resamples=9)
+    assert s.calibration == CalibrationSettings(("temperature", "isotonic", "vector"), 0.5, 2.0, required=False)
+    # a rule passes only the keys its job reads (settings_config in common.smk): the others keep their defaults
+    part = Settings.from_config({"metrics": cfg["metrics"], "bootstrap": cfg["bootstrap"]})
+    assert (part.metrics, part.bootstrap) == (s.metrics, s.bootstrap)
+    assert (part.trust, part.sweep, part.calibration) == (TrustParams(), SweepParams(), CalibrationSettings())
+    assert Settings.from_config({"clusters": 7, "trust": trust}).trust == s.trust
+
+
 # Where a value came from: the workflow's config file, a --configfile, --config (Snakemake's order).
 LAYERS = [
     ("config.yaml", {"epochs": 3, "calibration": {"t_min": 0.05}}),

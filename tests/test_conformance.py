@@ -180,6 +180,7 @@ def test_calibrators_cli_api_and_workflow_agree(name, members, tmp_path):
     from trustcal import stages
     from trustcal.calibration import fit_calibrator, softmax
     from trustcal.reporting.tables import MetricParams
+    from trustcal.settings import Settings
 
     m = members[name]
     z_val, z_test = workflow_logits(m)
@@ -192,8 +193,11 @@ def test_calibrators_cli_api_and_workflow_agree(name, members, tmp_path):
         states.append(str(tmp_path / f"{method}.npz"))
         rows.append(stages.calibrate_stage([str(path)], states[-1], tmp_path / f"{method}.csv", method=method))
     wf_calibration = pd.concat(rows, ignore_index=True)
-    outputs = {t: str(tmp_path / f"wf_{t}.csv") for t in ("scores", "trust_spectrum", "reliability", "trust_density")}
-    stages.scores_stage([str(path)], states, outputs, MetricParams())
+    outputs = {
+        t: str(tmp_path / f"wf_{t}.csv")
+        for t in ("scores", "trust_spectrum", "reliability", "trust_density", "smooth_reliability")
+    }
+    stages.scores_stage([str(path)], states, outputs, Settings(metrics=MetricParams(), bootstrap=None))
     wf_scores = pd.read_csv(outputs["scores"])
 
     code, stdout, stderr = cli_assess([str(path), "--calibrators", ",".join(METHODS)], tmp_path / "cli")

@@ -49,6 +49,13 @@ def test_the_site_builds_without_a_warning(tmp_path):
     # config/README.md, included: the configuration page lists the keys
     configuration = (tmp_path / "site" / "configuration" / "index.html").read_text()
     assert "calibration.t_min" in configuration and "external.&lt;name&gt;.path" in configuration
+    # benchmarks/README.md, included beside the scripts it describes
+    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    assert 'id="training-speed"' in benchmarks and "bench_calibrators.py" in benchmarks
+    # every page of docs/ is in the site (mkdocs.yml's nav; a page left out of it is a warning)
+    for page in sorted((REPO / "docs").glob("*.md")):
+        built = tmp_path / "site" / ("" if page.stem == "index" else page.stem) / "index.html"
+        assert built.is_file(), page.name
 
 
 @pytest.mark.parametrize(

@@ -156,13 +156,13 @@ def test_the_rules_draw_what_the_registry_declares(tmp_path):
         assert outs == {f"results/figures/mnist/{s.name}.{ext}" for s in specs for ext in ("png", "pdf")}, job
 
 
-def test_the_readme_table_of_figures_is_the_registrys():
-    readme = (REPO / "README.md").read_text()
+def test_the_documented_table_of_figures_is_the_registrys():
+    page = (REPO / "docs" / "usage.md").read_text()  # "Results"
     marker = "<!-- The table of figures is the registry's"
-    assert readme.count(marker) == 1
-    table = readme.split(marker, 1)[1].split("\n", 1)[1].split("\n\n", 1)[0] + "\n"
+    assert page.count(marker) == 1
+    table = page.split(marker, 1)[1].split("\n", 1)[1].split("\n\n", 1)[0] + "\n"
     assert table == registry.readme_table(), (
-        "README.md's table of figures differs from the registry; replace it by the output of\n"
+        "docs/usage.md's table of figures differs from the registry; replace it by the output of\n"
         "  python -c 'from trustcal.reporting.figures import readme_table; print(readme_table(), end=\"\")'"
     )
 
@@ -293,7 +293,13 @@ def test_a_single_set_of_predictions_is_drawn_as_one(tmp_path, validation):
     result = single_set(validation=validation)
     a = result.assessment
     drawn = draw_figures(a, tmp_path / "figures", "model")
-    assert {Path(p).stem for p in drawn} == {"cluster_sweep", "reliability", "trust_density", "trust_spectrum"}
+    assert {Path(p).stem for p in drawn} == {
+        "cluster_sweep",
+        "reliability",
+        "trust_density",
+        "trust_spectrum",
+        "smooth_reliability",
+    }
     assert a.figures_left_out == [] and "figures not drawn" not in result.summary()
     states = 2 if validation else 1
     tables = figure_tables(a)
@@ -442,7 +448,8 @@ def test_figures_drawn_in_worker_processes_equal_those_drawn_here(tmp_path, monk
         assert skipped.code == "figure_skipped"
         assert skipped.message == "figure trust_spectrum skipped (RuntimeError: broken on purpose)."
         assert not (tmp_path / str(workers) / "figures" / "trust_spectrum.png").exists()
-    assert drawn[2] == drawn[1] == [f"figures/{n}.png" for n in ("reliability", "trust_density", "cluster_sweep")]
+    names = ("reliability", "trust_density", "cluster_sweep", "smooth_reliability")
+    assert drawn[2] == drawn[1] == [f"figures/{n}.png" for n in names]
     for path in drawn[1]:
         with Image.open(tmp_path / "1" / path) as one, Image.open(tmp_path / "2" / path) as two:
             assert np.array_equal(np.asarray(one), np.asarray(two)), path
@@ -455,3 +462,58 @@ def test_the_temperature_log_axis_labels_never_overlap():
     fig = figures.draw("calibration_metrics", {"scores": scores, "calibration": calibration}, "", [])
     (axis,) = [ax for ax in fig.axes if ax.get_title() == "Fitted temperature"]
     assert axis.get_yscale() == "log" and _overlapping_labels(axis) == []
+
+
+# --------------------------------------------------------------------------- docs/method.md §13
+
+
+def _lines(ax):
+    """The data lines of an axes (not the dotted reference lines)."""
+    return [line for line in ax.get_lines() if line.get_linestyle() != ":"]
+
+
+def test_selective_prediction_draws_the_curves_and_areas_of_the_table():
+    """The risk–coverage panels plot the table's risk columns of each score at the best-validation and last
+    epoch; the AURC panel one line per score, the difference panel one per opinion score (not the baseline)."""
+    preds = predictions(0)
+    selective = trust_tables(preds, TrustParams(), None, BOOTSTRAP)["selective"].assign(seed=0)
+    fig = figures.draw("selective_prediction", {"selective": selective, "history": history(0)}, "m", [])
+    best, last, area, diff = fig.axes[:4]
+    raw = selective[selective["calibrator"] == "none"]
+    risk = [f"risk_{c:02d}" for c in range(5, 101, 5)]
+    for ax, epoch in ((best, 3), (last, EPOCHS)):  # history(): the validation minimum at epoch 3
+        lines = _lines(ax)
+        assert len(lines) == 4 and str(epoch) in ax.get_title()
+        for line, score in zip(lines, ("max_probability", "belief", "projected_probability", "evidence")):
+            want = raw[(raw["epoch"] == epoch) & (raw["score"] == score)][risk].to_numpy()[0]
+            np.testing.assert_allclose(line.get_ydata(), want)
+    assert len(_lines(area)) == 4 and len(_lines(diff)) == 3
+    np.testing.assert_allclose(
+        _lines(diff)[0].get_ydata(), raw[raw["score"] == "belief"].sort_values("epoch")["diff_aurc"].to_numpy()
+    )
+
+
+def test_calibration_refinement_plots_the_loss_its_refinement_and_their_difference():
+    scores = score_tables(predictions(0), MetricParams(density_points=21), BOOTSTRAP)["scores"].assign(seed=0)
+    fig = figures.draw("calibration_refinement", {"scores": scores}, "m", [])
+    raw = scores[(scores["split"] == "test") & (scores["calibrator"] == "none")].sort_values("epoch")
+    for row, loss in enumerate(("nll", "brier")):
+        (total, refinement), (calibration,) = _lines(fig.axes[2 * row]), _lines(fig.axes[2 * row + 1])
+        np.testing.assert_allclose(total.get_ydata(), raw[loss])
+        np.testing.assert_allclose(refinement.get_ydata(), raw[f"{loss}_refinement"])
+        np.testing.assert_allclose(calibration.get_ydata(), total.get_ydata() - refinement.get_ydata(), atol=1e-12)
+    # the logits of predictions() only sharpen with the epoch (a temperature): the refinement stays put
+    assert np.ptp(raw["nll_refinement"]) < 1e-6 < np.ptp(raw["nll"])
+
+
+def test_smooth_reliability_of_a_single_set_is_one_column_without_a_band():
+    from trustcal.assessment import figure_tables
+
+    result = single_set()
+    tables = figure_tables(result.assessment)
+    fig = figures.draw("smooth_reliability", tables, "model", [])
+    diagram, strip = fig.axes
+    assert len(_lines(diagram)) == 2 and len(_lines(strip)) == 2  # before and after calibration
+    words = " ".join(texts(fig)).lower()
+    assert "epoch" not in words and "seed" not in words and "band" not in words
+    assert not diagram.collections  # no band without resamples

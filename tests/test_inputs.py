@@ -27,11 +27,13 @@ from sklearn.naive_bayes import GaussianNB
 import trustcal
 from trustcal import cli
 from trustcal.api import AssessmentWarning
-from trustcal.assessment import assess
+from trustcal.assessment import assess_files
 from trustcal.measures.metrics import ece
 from trustcal.predictions import LabelError, PredictionError, ProbabilityError, ReadOptions, UnreadableFile
+from trustcal.settings import Settings
 
-FAST = dict(sweep=None, bootstrap=None)
+FAST = dict(sweep=None, bootstrap=None)  # trustcal.assess's arguments …
+FAST_SETTINGS = Settings(**FAST)  # … and the same for assess_files
 # Reading and mapping move numbers without arithmetic, except 1 − p for a binary column and the
 # softmax of [0, s]: a few float64 roundings per value, far below this.
 TOL = 1e-12
@@ -46,7 +48,7 @@ def run(*args):
 
 
 def scores(sources, **read) -> pd.Series:
-    a = assess(sources, ReadOptions(**read), **FAST)
+    a = assess_files(sources, ReadOptions(**read), FAST_SETTINGS)
     return a.tables["scores"].iloc[0]
 
 
@@ -268,8 +270,19 @@ def test_labels_naming_classes_no_column_has_are_an_error(tmp_path, iris):
     probs, classes, y = iris
     df = pd.DataFrame(probs, columns=["a", "b", "c"]).assign(label=y)
     df.to_csv(tmp_path / "x.csv", index=False)
-    with pytest.raises(LabelError, match=r"label '\w+' names none of the probability columns of x.csv \(a, b, c\)"):
-        assess([tmp_path / "x.csv"], **FAST)
+    with pytest.raises(
+        LabelError, match=r"label '\w+' names none of the probability columns of x.csv \(a, b, c\)"
+    ) as info:
+        assess_files([tmp_path / "x.csv"], settings=FAST_SETTINGS)
+    # the file's columns were chosen among its columns: the fix names the setting, the command line its flag
+    assert info.value.options == ("prob_columns",) and "or choose them with prob_columns=REGEX." in str(info.value)
+    code, _, stderr = run("assess", tmp_path / "x.csv", "--out", tmp_path / "out")
+    assert code == 2 and "or choose them with --prob-columns REGEX." in stderr and "prob_columns" not in stderr
+    # arrays have no columns to choose: trustcal.assess names no such setting
+    with pytest.raises(LabelError, match="names none of the probability columns") as info:
+        trustcal.assess(pd.DataFrame(probs, columns=["a", "b", "c"]), y, **FAST)
+    assert info.value.options == () and str(info.value).endswith(").")  # "… by class (e.g. …)." and no more
+    assert "prob_columns" not in str(info.value) and "--" not in str(info.value)
 
 
 # --------------------------------------------------------------------------- B5: Parquet and Feather
@@ -289,7 +302,7 @@ def test_parquet_and_feather_read_like_the_csv(tmp_path, iris, fmt):
     df.iloc[3, 1] = np.nan
     getattr(df, f"to_{fmt}")(tmp_path / f"bad.{fmt}")
     with pytest.raises(PredictionError, match=rf"bad.{fmt}: row 3, column 'versicolor': empty or NaN"):
-        assess([tmp_path / f"bad.{fmt}"], **FAST)
+        assess_files([tmp_path / f"bad.{fmt}"], settings=FAST_SETTINGS)
 
 
 def test_parquet_without_pyarrow_names_the_extra(tmp_path, iris, monkeypatch):
@@ -298,7 +311,7 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path, iris, monkeypatch):
     pd.DataFrame(probs, columns=classes).assign(label=y).to_parquet(tmp_path / "p.parquet")
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
     with pytest.raises(UnreadableFile, match=r"p.parquet: a Parquet file; .*pip install 'trustcal\[parquet\]'"):
-        assess([tmp_path / "p.parquet"], **FAST)
+        assess_files([tmp_path / "p.parquet"], settings=FAST_SETTINGS)
 
 
 # --------------------------------------------------------------------------- B6: hints
@@ -362,29 +375,28 @@ def test_bootstrap_as_a_number_of_resamples(digits):
     assert "ece_lo" in by_int and "ece_lo" not in trustcal.assess(probs, y, bootstrap=0, sweep=None).scores
 
 
-# --------------------------------------------------------------------------- B9: the README's examples
+# --------------------------------------------------------------------------- B9: the examples of docs/assess.md
+
+ASSESS_PAGE = "docs/assess.md"  # "Assessing your own model's predictions"
 
 
-def readme_python_blocks(section: str = "## Assessing your own model's predictions") -> list[str]:
-    """The ```python blocks of one section of README.md, as written."""
+def doc_python_blocks(page: str = ASSESS_PAGE) -> list[str]:
+    """The ```python blocks of one documentation page, as written."""
     from workflow_utils import REPO
 
-    text = (REPO / "README.md").read_text()
-    start = text.index(section + "\n")
-    end = text.find("\n## ", start + len(section))
-    return re.findall(r"```python\n(.*?)```", text[start : end if end > 0 else None], flags=re.S)
+    return re.findall(r"```python\n(.*?)```", (REPO / page).read_text(), flags=re.S)
 
 
-def test_readme_scikit_learn_examples_run_as_written(tmp_path, monkeypatch):
+def test_assess_page_scikit_learn_examples_run_as_written(tmp_path, monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    blocks = readme_python_blocks()
+    blocks = doc_python_blocks()
     assert len(blocks) >= 2 and any("decision_function" in b for b in blocks)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), namespace)  # the README's own code
+        exec(compile(block, ASSESS_PAGE, "exec"), namespace)  # the page's own code
     assert (tmp_path / "assessed" / "scores.csv").is_file()
     y_test, binary, scores, named = (namespace[k] for k in ("y_test", "binary", "scores", "named"))
     p1 = namespace["clf"].predict_proba(namespace["X_test"])[:, 1]

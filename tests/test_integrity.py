@@ -2,7 +2,7 @@
 
 The test environment has this repository installed editable (its ``workflow/`` on
 ``sys.path`` through a ``.pth`` file). Running another clone's ``Snakefile`` (as the
-README's module section suggests) must run that clone's ``trustcal`` package in the
+module section of docs/usage.md suggests) must run that clone's ``trustcal`` package in the
 config check and in every job, or stop before the first job naming both copies.
 """
 

@@ -1,5 +1,6 @@
 """The package's layout: stages import downward only, and the names the docs cite exist."""
 
+import argparse
 import ast
 import importlib
 import re
@@ -23,12 +24,13 @@ RANK = {
     "training": 3,
     "predictions": 3,
     "reporting": 4,
-    "stages": 5,
-    "assessment": 5,
-    "study": 6,
-    "api": 6,
-    "cli": 7,
-    "__main__": 8,
+    "settings": 5,
+    "stages": 6,
+    "assessment": 6,
+    "study": 7,
+    "api": 7,
+    "cli": 8,
+    "__main__": 9,
 }
 
 
@@ -156,7 +158,15 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path)
     assert list(imports(inner, top_level_only=True)) == []
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/method.md", "docs/layout.md"])
+DOCS = [
+    "README.md",
+    "config/README.md",
+    "benchmarks/README.md",
+    *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")),
+]
+
+
+@pytest.mark.parametrize("doc", DOCS)
 def test_the_names_the_docs_cite_exist(doc):
     """Every `trustcal.x.y` in the docs is a module or an attribute of one (no stale name after a move)."""
     missing = []
@@ -174,3 +184,77 @@ def test_the_names_the_docs_cite_exist(doc):
         else:
             missing.append(name)
     assert not missing, f"{doc} cites names that do not exist: {missing}"
+
+
+# --------------------------------------------------------------------------- library messages
+
+
+def _assess_flags() -> set[str]:
+    """The long flags of ``trustcal assess``."""
+    from trustcal import cli
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {s for action in sub.choices["assess"]._actions for s in action.option_strings if s.startswith("--")}
+
+
+def _message_strings(tree: ast.AST):
+    """(line, text) of every string the code builds (an f-string as one text, its values as {}), docstrings aside."""
+    docstrings, parts = set(), set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
+            docstrings.add(id(body[0].value))
+        if isinstance(node, ast.JoinedStr):
+            parts.update(id(v) for v in node.values)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            yield node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | parts:
+            yield node.lineno, node.value
+
+
+def test_library_messages_name_settings_not_the_command_lines_flags():
+    """Outside cli.py a message names a setting (``kind="logits"``) and lists it in ``options``; the command
+    line shows its flag instead (cli.cli_words). A text that names ``trustcal assess`` itself may cite its flags."""
+    flags = _assess_flags()
+    pattern = re.compile(
+        r"(?<![\w-])(" + "|".join(map(re.escape, sorted(flags, key=len, reverse=True))) + r")(?![\w-])"
+    )
+    found = []
+    for module, path in modules():
+        if module == "trustcal.cli":
+            continue
+        for line, text in _message_strings(ast.parse(path.read_text())):
+            if pattern.search(text) and "trustcal assess" not in text:
+                found.append(f"{path.relative_to(REPO)}:{line}: {pattern.search(text).group(1)} in {text[:80]!r}")
+    assert not found, "\n".join(found)
+
+
+def test_the_check_finds_a_flag_in_a_message_and_not_in_a_docstring():
+    tree = ast.parse('"""Doc: --kind."""\ndef f(x):\n    """--labels"""\n    raise E(f"{x}: pass --kind logits")\n')
+    assert [text for _, text in _message_strings(tree)] == ["{}: pass --kind logits"]
+
+
+def test_every_setting_a_message_names_has_a_flag():
+    """The settings listed in a message's ``options`` (PredictionError(..., options=...), InputWarning's fourth
+    argument) are each set by a flag of ``trustcal assess``, the one cli.flag names."""
+    from trustcal import cli
+
+    named = set()
+    for _, path in modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            values = [k.value for k in node.keywords if k.arg == "options"]
+            if getattr(node.func, "id", None) == "InputWarning" and len(node.args) == 4:
+                values.append(node.args[3])
+            for value in values:  # a tuple of names, or a conditional expression choosing one
+                tuples = [t for t in ast.walk(value) if isinstance(t, ast.Tuple)]
+                named.update(c.value for t in tuples for c in t.elts if isinstance(c, ast.Constant))
+    assert {"kind", "renormalize", "t_min", "t_max", "validation", "calibrators", "prob_columns"} <= named, named
+    assert not {cli.flag(n) for n in named} - _assess_flags()

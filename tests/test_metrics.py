@@ -654,6 +654,7 @@ EXPECTED_KEYS = {
     "spiegelhalter_z",
     "spiegelhalter_p",
     "ks_p",
+    "kuiper_p",
     "brier_reliability",
     "brier_resolution",
     "brier_uncertainty",

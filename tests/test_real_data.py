@@ -1,4 +1,4 @@
-"""The workflow on the real datasets in ../shared/datasets/, staged exactly as the README tells users.
+"""The workflow on the real datasets in ../shared/datasets/, staged exactly as docs/usage.md tells users.
 
 Skipped, with the reason, where the shared files are absent. A few epochs each: what is known of
 the real data (accuracy of the paper's models, the trust levels the paper reports), not the study.
@@ -21,11 +21,11 @@ needs_mnist = pytest.mark.skipif(
 needs_cifar = pytest.mark.skipif(not (CIFAR / "cifar10-jpg.tar.gz").exists(), reason=f"no real CIFAR-10 in {CIFAR}")
 
 
-def readme_recipe() -> list[str]:
-    """The air-gapped recipe: the bash block after “On a machine without network” in the README."""
-    text = (REPO / "README.md").read_text()
+def documented_recipe() -> list[str]:
+    """The air-gapped recipe: the bash block after “On a machine without network” in docs/usage.md."""
+    text = (REPO / "docs" / "usage.md").read_text()
     block = re.search(r"On a machine without network.*?```bash\n(.*?)```", text, flags=re.S)
-    assert block, "README: the air-gapped recipe is gone"
+    assert block, "docs/usage.md: the air-gapped recipe is gone"
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
@@ -36,9 +36,9 @@ def run_shell(line: str, cwd) -> None:
 
 @pytest.mark.slow
 @needs_mnist
-def test_readme_air_gapped_recipe_on_the_real_mnist(tmp_path):
-    """The recipe as written, MNIST alone as the README says, two epochs; then what is known of real MNIST."""
-    steps = readme_recipe()
+def test_documented_air_gapped_recipe_on_the_real_mnist(tmp_path):
+    """The recipe as written, MNIST alone as docs/usage.md says, two epochs; then what is known of real MNIST."""
+    steps = documented_recipe()
     staging = [s for s in steps if s.startswith(("mkdir", "cp")) and "cifar" not in s]
     (run,) = [s for s in steps if "snakemake" in s]
     assert staging and "download=false" in run

@@ -4,12 +4,12 @@ import re
 
 import pandas as pd
 import pytest
-from workflow_utils import make_workdir, snakemake
+from workflow_utils import REPO, make_workdir, snakemake
 
 from trustcal.reporting.figures import FIGURES
 from trustcal.reporting.verdict import CLAIMS, NOT_COMPARABLE
 
-pytestmark = pytest.mark.slow
+slow = pytest.mark.slow  # the tests of a finished tiny run
 
 
 @pytest.fixture(scope="module")
@@ -19,6 +19,7 @@ def finished(tmp_path_factory):
     return workdir
 
 
+@slow
 def test_every_figure_and_the_verdict_are_produced(finished):
     for dataset in ("mnist", "cifar10"):
         for name in FIGURES:
@@ -33,6 +34,7 @@ def test_every_figure_and_the_verdict_are_produced(finished):
     assert "<h1>Reproduction verdict</h1>" in (finished / "results" / "reproduction.html").read_text()
 
 
+@slow
 def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
     snakemake(finished, "--report", "report.html")
     html = (finished / "report.html").read_text(errors="replace")
@@ -47,8 +49,9 @@ def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
     assert "fitted on the validation set (" in re.sub(r"(\\n|\s)+", " ", html)
 
 
+@slow
 def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished, tmp_path):
-    from trustcal.study import BEGIN, END, write_study
+    from trustcal.study import BEGIN, END, write_readme, write_study
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -63,15 +66,38 @@ def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished,
         trust = pd.read_csv(study / f"{ds}_trust.csv.gz")
         assert set(trust["seed"]) == {0} and trust["epoch"].max() == 3
     assert (study / "reproduction.md").read_text() == (finished / "results" / "reproduction.md").read_text()
+    # the README block: the run, the data (with the CIFAR-10 note), the counts, links; not the claims' table
     assert "JPEG" in block and "`snakemake --cores 2`" in block
+    assert f"**Verdict** on the paper's {len(CLAIMS)} result statements: " in block
+    assert "[results/study/study.md](results/study/study.md)" in block and "| Statement" not in block
+    # study.md: the full account, every claim, its links relative to results/study/ where it lives
+    full = (study / "study.md").read_text()
     for claim in CLAIMS:
-        assert f"`{claim.id}`" in block
+        assert f"`{claim.id}`" in full and f"`{claim.id}`" not in block
+    links = re.findall(r"\]\(([^)\s]+)\)", full)
+    assert links and all((study / link).is_file() for link in links), links
+    # the block needs only results/study/: rebuilt from it alone, it is the same
+    (repo / "README.md").write_text(f"{BEGIN}\n{END}\n")
+    assert write_readme(repo) == block and (repo / "README.md").read_text() == block + "\n"
+
+
+def test_the_readme_study_block_is_made_from_the_committed_results_study():
+    """README.md's summary is what trustcal.study.readme_block makes of results/study/ as committed."""
+    from trustcal.study import BEGIN, END, readme_block
+
+    readme = (REPO / "README.md").read_text()
+    assert readme.count(BEGIN) == 1 and readme.count(END) == 1
+    committed = BEGIN + readme.split(BEGIN, 1)[1].split(END, 1)[0] + END
+    assert committed == readme_block(REPO / "results" / "study"), (
+        "README.md's study block differs from results/study/; regenerate it with\n"
+        "  PYTHONPATH=workflow python -c 'import pathlib, trustcal.study as s; s.write_readme(pathlib.Path(\".\"))'"
+    )
 
 
 def test_calibrator_findings_answer_the_two_questions_from_the_tables():
-    """Hand-built tables: isotonic keeps trust above the raw model at every epoch, temperature not;
-    isotonic's ECE interval lies below the raw model's at epochs 2 and 3 and overlaps at epoch 1."""
-    from trustcal.study import calibrator_findings, separated_epochs
+    """Hand-built tables: isotonic keeps trust above the raw model at every epoch, temperature not
+    (the ECE comparison, paired, is tested in tests/test_paired.py)."""
+    from trustcal.study import calibrator_findings
 
     rows, trust = [], []
     for epoch in (1, 2, 3):
@@ -86,8 +112,6 @@ def test_calibrator_findings_answer_the_two_questions_from_the_tables():
                 dict(seed=0, epoch=epoch, calibrator=cal, label=str(z), belief=0.6 + shift + 0.01 * z) for z in range(3)
             ]
     scores, trust = pd.DataFrame(rows), pd.DataFrame(trust)
-    assert separated_epochs(scores) == {"temperature": (3, 0, 3), "isotonic": (2, 0, 3)}
-    trust_line, ece_line = calibrator_findings(scores, trust)
+    (trust_line,) = calibrator_findings(scores, trust)
     assert "(what the paper says of temperature scaling): `isotonic`; below it at some epoch" in trust_line
     assert "`temperature` -0.010, `isotonic` +0.010" in trust_line
-    assert "`temperature` 3 of 3, `isotonic` 2 of 3" in ece_line

@@ -234,6 +234,52 @@ def test_seed_spread_widens_the_interval_by_student_t():
     assert row["per_seed"] == "seed 0: 0.62; seed 1: 0.66; seed 2: 0.7"
 
 
+def replicates_after_shifted(trust, pattern):
+    """Bootstrap arrays whose belief after calibration is the table's plus ``pattern[b]`` on resample b (every
+    epoch and label), and whose belief before calibration is the table's: after − before moves by ``pattern``."""
+    run = make_run(trust)
+    reps = {}
+    for c in verdict.COMPONENTS:
+        base = np.repeat(run.opinions[c][0][:, :, None, :], len(pattern), axis=2)  # epochs × state × B × labels
+        if c == "belief":
+            base[:, verdict.AFTER] += np.asarray(pattern)[None, :, None]
+        reps[c] = base
+    return dict(epochs=run.epochs, **reps)
+
+
+def test_comparative_claim_takes_the_paired_interval_with_seeds():
+    """Three seeds with after − before = 0.02, 0.03, 0.04 and test-set noise of ± 0.03 that differs between the
+    seeds (orthogonal ± patterns): none of it is shared, so the paired interval is the seeds' own t interval,
+    0.03 ± t₂·0.01/√3, above 0: reproduced. The percentile quadrature counts that noise a second time (in the
+    bootstrap of the seed mean, on top of the seeds' sd) and straddles 0."""
+    from scipy.linalg import hadamard
+
+    patterns = 0.03 * hadamard(64)[[1, 2, 4]].astype(float)  # mean 0 each, orthogonal, their sum symmetric
+    seeds = {}
+    for s, gap in enumerate((0.02, 0.03, 0.04)):
+        trust = trust_table(b_after=0.6 + gap, d_after=0.39 - gap)
+        seeds[s] = make_run(trust, replicates=replicates_after_shifted(trust, patterns[s]))
+    row = verdict_of("mnist_trust_after_above_before", "mnist", runs={"mnist": seeds})
+    half = verdict.t975(2) * 0.01 / math.sqrt(3)
+    assert row["interval_method"] == "paired" and row["measured_mean"] == pytest.approx(0.03)
+    assert (row["interval_lo"], row["interval_hi"]) == pytest.approx((0.03 - half, 0.03 + half), rel=1e-3)
+    assert row["verdict"] == REPRODUCED
+    quadrature = verdict.Estimate.of({s: verdict.lowest_difference("belief")(r) for s, r in seeds.items()})
+    lo, hi = quadrature.interval(0.95)
+    assert lo < 0 < hi and row["boot_lo"] == pytest.approx(0.0)  # the seed mean's bootstrap alone reaches 0
+    level = verdict_of("mnist_trust_after", "mnist", runs={"mnist": seeds})
+    assert level["interval_method"] == "quadrature"  # a level, not a comparison: unchanged
+
+
+def test_paired_interval_of_one_seed_is_its_percentile_interval():
+    trust = trust_table(b_after=0.63, d_after=0.36)
+    shifts = np.linspace(-0.04, 0.04, 199)  # B = 199: the 2.5 % and 97.5 % Weibull positions are the 5th and 195th
+    run = make_run(trust, replicates=replicates_after_shifted(trust, shifts))
+    row = verdict_of("mnist_trust_after_above_before", "mnist", runs={"mnist": {0: run}})
+    assert (row["interval_lo"], row["interval_hi"]) == pytest.approx((0.03 + shifts[4], 0.03 + shifts[194]), rel=1e-9)
+    assert row["verdict"] == verdict.INCONCLUSIVE  # 0.03 − 0.0384 < 0
+
+
 def test_seeds_that_disagree_are_named():
     seeds = {0: make_run(trust_table(b_after=0.66, d_after=0.33)), 1: make_run(trust_table(b_after=0.5, d_after=0.49))}
     row = verdict_of("mnist_trust_after", "mnist", runs={"mnist": seeds})
@@ -383,6 +429,7 @@ def test_verdict_stage_writes_markdown_csv_and_html_from_run_files(tmp_path):
     page = page.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == len(verdict.CLAIMS) + 1
     assert "<code>mnist_trust_after</code>" in page
+    assert re.search(r"`mnist_trust_after_above_before`\) \| [^|]+ \| [^|]+ \| \[[^]]+\] paired \|", text)
 
 
 def test_paths_must_name_dataset_and_seed(tmp_path):

@@ -101,7 +101,7 @@ MINUTES_PER_EPOCH = {"mnist": 0.05, "cifar10": 1.0}
 def scaled(fixed, per_epoch=0.0, per_state=False):
     """A resource request as a callable: attempt × (fixed + per_epoch × epochs [× calibration
     states]), rounded up; `attempt` is 2, 3 on a retry. The numbers in the rules come from the
-    costs a run recorded (results/benchmarks/; README: "Sizing the requests"), with a margin.
+    costs a run recorded (results/benchmarks/; docs/cluster.md, "Sizing the requests"), with a margin.
     """
     import math
 
@@ -212,19 +212,11 @@ def train_params():
     return {k: config[k] for k in keys}
 
 
-def trust_params():
-    sweep_keys = ("clusters_sweep", "sweep_epochs")
-    return dict(
-        clusters=config["clusters"],
-        **{k: v for k, v in config["trust"].items() if k not in sweep_keys},
-    )
-
-
-def sweep_params():
-    return dict(
-        clusters=config["trust"]["clusters_sweep"],
-        epochs=config["trust"]["sweep_epochs"],
-    )
+def settings_config(*keys):
+    """The config keys a job reads, whole (a rule's `settings` param): the job builds its settings
+    from them (trustcal.settings.Settings.from_config), and a change of one reruns only the jobs
+    that read it."""
+    return {key: config[key] for key in keys}
 
 
 def gpus():

@@ -11,10 +11,12 @@ rule external:
         trust="results/external/{name}/trust.csv",
         dynamic_trust="results/external/{name}/dynamic_trust.csv",
         trust_sweep="results/external/{name}/trust_sweep.csv",
+        selective="results/external/{name}/selective.csv",
         scores="results/external/{name}/scores.csv",
         trust_spectrum="results/external/{name}/trust_spectrum.csv",
         reliability="results/external/{name}/reliability.csv",
         trust_density="results/external/{name}/trust_density.csv",
+        smooth_reliability="results/external/{name}/smooth_reliability.csv",
         summary="results/external/{name}/summary.txt",
         warnings="results/external/{name}/warnings.txt",
         figures=directory("results/external/{name}/figures"),
@@ -32,10 +34,8 @@ rule external:
         runtime=scaled(30),
     params:
         options=lambda w: EXTERNAL[w.name],
-        trust=trust_params(),
-        sweep=sweep_params(),
-        metrics=config["metrics"],
-        calibration=config["calibration"],
-        bootstrap=config["bootstrap"],
+        settings=settings_config(
+            "clusters", "trust", "metrics", "bootstrap", "calibration"
+        ),
     script:
         "../scripts/external.py"

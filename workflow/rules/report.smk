@@ -41,12 +41,8 @@ rule verdict:
         mem_mb=scaled(1000),  # recorded: 160 MB, 2 s
         runtime=scaled(5),
     params:
-        settings={
-            "epochs": config["epochs"],
-            "clusters": config["clusters"],
-            "trust": trust_params(),
-            "calibration": config["calibration"],
-            "bootstrap": config["bootstrap"],
-        },
+        settings=settings_config(
+            "epochs", "clusters", "trust", "calibration", "bootstrap"
+        ),
     script:
         "../scripts/verdict.py"

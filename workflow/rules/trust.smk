@@ -12,6 +12,7 @@ rule trust:
         trust="results/{dataset}/seed{seed}/trust.csv",
         dynamic_trust="results/{dataset}/seed{seed}/dynamic_trust.csv",
         trust_sweep="results/{dataset}/seed{seed}/trust_sweep.csv",
+        selective="results/{dataset}/seed{seed}/selective.csv",
     log:
         "results/logs/trust/{dataset}/seed{seed}.log",
     benchmark:
@@ -26,9 +27,7 @@ rule trust:
         mem_mb=scaled(500, per_epoch=3, per_state=True),
         runtime=scaled(5, per_epoch=0.01, per_state=True),
     params:
-        trust=trust_params(),
-        sweep=sweep_params(),
-        bootstrap=config["bootstrap"],
+        settings=settings_config("clusters", "trust", "bootstrap"),
     script:
         "../scripts/trust.py"
 
@@ -42,6 +41,8 @@ rule scores:
         trust_spectrum="results/{dataset}/seed{seed}/trust_spectrum.csv",
         reliability="results/{dataset}/seed{seed}/reliability.csv",
         trust_density="results/{dataset}/seed{seed}/trust_density.csv",
+        smooth_reliability="results/{dataset}/seed{seed}/smooth_reliability.csv",
+        paired="results/{dataset}/seed{seed}/paired.npz",
     log:
         "results/logs/scores/{dataset}/seed{seed}.log",
     benchmark:
@@ -53,11 +54,11 @@ rule scores:
     threads: 1
     resources:
         # recorded: 300 MB + 3.4 MB an epoch and calibration state; 0.5 s an epoch and state
-        mem_mb=scaled(500, per_epoch=7, per_state=True),
+        # (before the paired replicates, about 1 MB more an epoch and state)
+        mem_mb=scaled(500, per_epoch=8, per_state=True),
         runtime=scaled(5, per_epoch=0.02, per_state=True),
     params:
-        metrics=config["metrics"],
-        bootstrap=config["bootstrap"],
+        settings=settings_config("metrics", "bootstrap"),
     script:
         "../scripts/scores.py"
 
@@ -82,7 +83,6 @@ rule trust_bootstrap:
         mem_mb=scaled(500, per_epoch=8),
         runtime=scaled(5, per_epoch=0.02),
     params:
-        trust=trust_params(),
-        bootstrap=config["bootstrap"],
+        settings=settings_config("clusters", "trust", "bootstrap"),
     script:
         "../scripts/trust_bootstrap.py"

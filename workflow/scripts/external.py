@@ -5,11 +5,9 @@ def main(sm):
     import logging
     from pathlib import Path
 
-    from trustcal.assessment import WherePossible, assess_to_dir
-    from trustcal.measures.bootstrap import BootstrapParams
-    from trustcal.measures.trust import TrustParams
+    from trustcal.assessment import assess_to_dir
     from trustcal.predictions import ReadOptions
-    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.settings import Settings
 
     opts = dict(sm.params.options)
     source, history, title = opts.pop("path"), opts.pop("history", None), opts.pop("title", sm.wildcards.name)
@@ -17,13 +15,7 @@ def main(sm):
         [source],
         Path(sm.output.summary).parent,
         ReadOptions(**opts),
-        TrustParams(**sm.params.trust),
-        MetricParams(**{**sm.params.metrics, "ece_bins": tuple(sm.params.metrics["ece_bins"])}),
-        SweepParams(clusters=tuple(sm.params.sweep["clusters"]), epochs=tuple(sm.params.sweep["epochs"])),
-        t_min=sm.params.calibration["t_min"],
-        t_max=sm.params.calibration["t_max"],
-        calibrators=WherePossible(dict.fromkeys(["temperature", *sm.params.calibration["methods"]])),
-        bootstrap=BootstrapParams(**sm.params.bootstrap),
+        Settings.from_config(sm.params.settings),  # calibrators: temperature and calibration.methods, where possible
         history=history,
         title=title,
     )

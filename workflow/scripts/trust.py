@@ -2,20 +2,11 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.measures.bootstrap import BootstrapParams
-    from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.tables import SweepParams
+    from trustcal.settings import Settings
     from trustcal.stages import trust_stage
 
-    sweep = SweepParams(clusters=tuple(sm.params.sweep["clusters"]), epochs=tuple(sm.params.sweep["epochs"]))
-    trust_stage(
-        sm.input.logits,
-        sm.input.calibrators,
-        dict(sm.output.items()),
-        TrustParams(**sm.params.trust),
-        sweep,
-        BootstrapParams(**sm.params.bootstrap),
-    )
+    settings = Settings.from_config(sm.params.settings)
+    trust_stage(sm.input.logits, sm.input.calibrators, dict(sm.output.items()), settings)
 
 
 run(snakemake, main)  # noqa: F821

@@ -2,17 +2,11 @@ from _common import run
 
 
 def main(sm):
-    from trustcal.measures.bootstrap import BootstrapParams
-    from trustcal.measures.trust import TrustParams
+    from trustcal.settings import Settings
     from trustcal.stages import trust_bootstrap_stage
 
-    trust_bootstrap_stage(
-        sm.input.logits,
-        sm.input.temperature,
-        sm.output.replicates,
-        TrustParams(**sm.params.trust),
-        BootstrapParams(**sm.params.bootstrap),
-    )
+    settings = Settings.from_config(sm.params.settings)
+    trust_bootstrap_stage(sm.input.logits, sm.input.temperature, sm.output.replicates, settings)
 
 
 run(snakemake, main)  # noqa: F821

@@ -25,6 +25,7 @@ above it in this list (tests/test_layout.py checks it; docs/layout.md draws it):
     training                    models, engine, the resumable loop, history.csv
     predictions                 reading others' prediction files
     reporting                   tables, figures, the verdict
+    settings                    one Settings object: the config's evaluation sections, parsed once
     stages, assessment          the workflow's stages; assessing prediction files
     study, api                  the study report; the Python API
     cli                         the command line

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warnings as pywarnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,7 @@ from trustcal.predictions import (
     transposed_hint,
 )
 from trustcal.reporting.tables import MetricParams, SweepParams
+from trustcal.settings import CalibrationSettings, Settings
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
     from matplotlib.figure import Figure
@@ -60,31 +61,6 @@ if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
     from trustcal.assessment import Assessment
 
 __all__ = ["assess", "AssessmentResult"]
-
-# The CLI's flags in the reading module's messages, as the arguments of :func:`assess`.
-_FLAGS = (
-    ("pass --kind logits", 'pass kind="logits"'),
-    ("--kind logits", 'kind="logits"'),
-    ("pass --renormalize", "pass renormalize=True"),
-    ("(--renormalize)", "(renormalize=True)"),
-    ("--sum-tolerance", "sum_tolerance"),
-    ("widen --t-min/--t-max", "widen t_min/t_max"),
-    (
-        "(--validation FILE, or val_logits and val_labels in each .npz)",
-        "(validation=(val_probs_or_logits, val_labels))",
-    ),
-    ("or leave out --calibrators", "or leave out calibrators"),
-    (" or check --prob-columns", ""),
-    ("--kind probs", 'kind="probs"'),
-    (" or choose them with --prob-columns REGEX", ""),
-    ("--positive-class NAME", "positive_class=NAME"),
-)
-
-
-def _api_text(message: str) -> str:
-    for flag, argument in _FLAGS:
-        message = message.replace(flag, argument)
-    return message
 
 
 class AssessmentWarning(UserWarning):
@@ -317,7 +293,7 @@ def _wrong_type(name: str, value, expected: str, example: str) -> PredictionErro
     )
 
 
-def _checked_arguments(
+def _settings(
     *,
     kind,
     clusters,
@@ -331,10 +307,10 @@ def _checked_arguments(
     sum_tolerance,
     renormalize,
     validation=None,
-):
-    """(trust, bootstrap, calibrators) of :func:`assess` after checking the type of every argument;
-    a wrong one is a :class:`PredictionError` naming it and its expected type. ``bootstrap`` may be
-    the number of resamples (0: none), ``calibrators`` one name."""
+) -> Settings:
+    """The :class:`~trustcal.settings.Settings` of :func:`assess`'s arguments, after checking the type of
+    every argument; a wrong one is a :class:`PredictionError` naming it and its expected type.
+    ``bootstrap`` may be the number of resamples (0: none), ``calibrators`` one name."""
     from trustcal.calibration import METHODS
 
     if not isinstance(kind, str) or kind not in KINDS:
@@ -379,7 +355,27 @@ def _checked_arguments(
         raise _wrong_type("sum_tolerance", sum_tolerance, "a positive number", "1e-3")
     if not isinstance(renormalize, (bool, np.bool_)):
         raise _wrong_type("renormalize", renormalize, "True or False", "True")
-    return trust, bootstrap, list(calibrators)
+    return Settings(
+        trust=trust,
+        metrics=metrics,
+        sweep=sweep,
+        bootstrap=bootstrap,
+        calibration=CalibrationSettings(methods=tuple(calibrators), t_min=t_min, t_max=t_max),
+    )
+
+
+def _calibrators_need_validation(methods: Sequence[str], name: str):
+    """Named calibrators without ``validation``: nothing to fit them on (the API's words for
+    :class:`~trustcal.assessment.fit.CalibratorsNotFitted`)."""
+    from trustcal.assessment import CalibratorsNotFitted
+
+    many = len(methods) > 1
+    return CalibratorsNotFitted(
+        f"{name}: calibrator{'s' if many else ''} {', '.join(methods)} asked for, but this file has no validation "
+        f"predictions to fit {'them' if many else 'it'} on, so no results of {'them' if many else 'it'} would be "
+        "written. Fix: give validation predictions of the same model (validation=(val_probs_or_logits, "
+        "val_labels)), or leave out calibrators."
+    )
 
 
 def assess(
@@ -468,7 +464,7 @@ def assess(
     """
     from trustcal.assessment import assess_loaded
 
-    trust, bootstrap, calibrators = _checked_arguments(
+    settings = _settings(
         kind=kind,
         clusters=clusters,
         trust=trust,
@@ -491,39 +487,23 @@ def assess(
         positive_class=None if positive_class is None else str(positive_class),
     )
     found: list[InputWarning] = []
-
-    def warn(w: InputWarning) -> None:
-        found.append(replace(w, message=_api_text(w.message)))
-
-    try:
-        table = _table(probs_or_logits, labels, kind, ("probs_or_logits", "labels"))
-        probs, y, logits, class_names = check_table(table, opts, warn)
-        suspicious(probs, y, table.path, warn)
-        item = Loaded(PredictionFile(table.path, 0, None), probs, y, logits, names=class_names)
-        if validation is not None:
-            if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
-                raise PredictionError(
-                    f"validation: got {type(validation).__name__}; expected a pair (val_probs_or_logits, val_labels). "
-                    "Fix: pass validation=(val_logits, val_labels)."
-                )
-            val = _table(validation[0], validation[1], kind, ("validation[0]", "validation[1]"))
-            item.val_probs, item.val_labels, item.val_logits, _ = check_table(
-                val, opts, warn, probs.shape[1], class_names
+    table = _table(probs_or_logits, labels, kind, ("probs_or_logits", "labels"))
+    probs, y, logits, class_names = check_table(table, opts, found.append)
+    suspicious(probs, y, table.path, found.append)
+    item = Loaded(PredictionFile(table.path, 0, None), probs, y, logits, names=class_names)
+    if validation is not None:
+        if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
+            raise PredictionError(
+                f"validation: got {type(validation).__name__}; expected a pair (val_probs_or_logits, val_labels). "
+                "Fix: pass validation=(val_logits, val_labels)."
             )
-        a = assess_loaded(
-            [item],
-            trust,
-            metrics,
-            sweep,
-            t_min=t_min,
-            t_max=t_max,
-            calibrators=calibrators,
-            bootstrap=bootstrap,
-            warnings=found,
+        val = _table(validation[0], validation[1], kind, ("validation[0]", "validation[1]"))
+        item.val_probs, item.val_labels, item.val_logits, _ = check_table(
+            val, opts, found.append, probs.shape[1], class_names
         )
-    except PredictionError as exc:
-        raise type(exc)(_api_text(str(exc))) from None
-    a.warnings[:] = [replace(w, message=_api_text(w.message)) for w in a.warnings]
+    elif settings.calibration.names:
+        raise _calibrators_need_validation(settings.calibration.names, str(table.path))
+    a = assess_loaded([item], settings, warnings=found)
     for w in a.warnings:
         pywarnings.warn(f"[{w.code}] {w}", AssessmentWarning, stacklevel=2)
     calibration = a.tables.get("calibration")
@@ -533,7 +513,7 @@ def assess(
         a.classes,
         len(y),
         float(calibration["temperature"].dropna().iloc[0])
-        if calibration is not None and "temperature" in calibrators
+        if calibration is not None and "temperature" in settings.calibration.names
         else None,
         a,
     )

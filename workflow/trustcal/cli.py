@@ -11,11 +11,14 @@ plain lines for long work elsewhere) go to stderr.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import re
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 
@@ -493,28 +496,73 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _dataclass_from(cls, args, rename: dict | None = None, **extra):
-    rename = rename or {}
-    values = {
-        f.name: getattr(args, rename.get(f.name, f.name))
-        for f in fields(cls)
-        if hasattr(args, rename.get(f.name, f.name))
-    }
-    values.update(extra)
-    for k, v in values.items():
-        if isinstance(v, list):
-            values[k] = tuple(v)
-    return cls(**values)
+def _dataclass_from(cls, args):
+    """``cls`` with each field from the argument of the same name (lists as tuples)."""
+    values = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+def settings_from_args(args):
+    """The :class:`~trustcal.settings.Settings` of ``trustcal assess``'s arguments."""
+    from trustcal.measures.bootstrap import BootstrapParams
+    from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.settings import CalibrationSettings, Settings
+
+    if args.t_min >= args.t_max:
+        raise TrustcalError(f"--t-min {args.t_min} must be smaller than --t-max {args.t_max}")
+    try:
+        trust = _dataclass_from(TrustParams, args)
+    except ValueError as exc:
+        raise TrustcalError(f"trust parameters: {exc}") from None
+    return Settings(
+        trust=trust,
+        metrics=_dataclass_from(MetricParams, args),
+        sweep=SweepParams(clusters=tuple(args.clusters_sweep), epochs=tuple(args.sweep_epochs)),
+        bootstrap=BootstrapParams(resamples=args.bootstrap) if args.bootstrap else None,
+        calibration=CalibrationSettings(
+            methods=None if args.calibrators is None else tuple(args.calibrators), t_min=args.t_min, t_max=args.t_max
+        ),
+    )
+
+
+def flag(option: str) -> str:
+    """The flag of ``trustcal assess`` that sets ``option`` (a setting's name: ``sum_tolerance`` → ``--sum-tolerance``)."""
+    return "--" + option.replace("_", "-")
+
+
+def cli_words(message: str, options: Sequence[str]) -> str:
+    """A library message in the command line's words: each setting it names (``options``, as
+    :mod:`trustcal.predictions.errors` writes them) as the flag that sets it: ``kind="logits"`` →
+    ``--kind logits``, ``renormalize=True`` → ``--renormalize``, ``labels=FILE`` → ``--labels FILE``,
+    ``calibrators=None`` → ``no --calibrators``, a name with an underscore alone (``t_min``) → ``--t-min``."""
+    for option in options:
+        alone = r"(?![\w=])" if "_" in option else r"(?!)"  # (?!) never matches
+        pattern = rf"(?<![\w.\-]){re.escape(option)}(?:=(?P<value>True\b|None\b|\"[^\"]*\"|)|{alone})"
+        message = re.sub(pattern, functools.partial(_as_flag, flag(option)), message)
+    return message
+
+
+def _as_flag(flag: str, match: re.Match) -> str:
+    value = match.group("value")
+    if value is None or value == "True":  # the name alone, or name=True
+        return flag
+    if value == "None":
+        return f"no {flag}"
+    if value.startswith('"'):
+        return f"{flag} {value[1:-1]}"
+    return f"{flag} "  # name=VALUE: the value follows the flag
 
 
 def print_warnings(warnings, file=None) -> None:
-    """One entry per kind of warning: the first in full, then the other files it concerns."""
+    """One entry per kind of warning: the first in full (in the command line's words), then the other
+    files it concerns."""
     file = file or sys.stderr
     by_code: dict[str, list] = {}
     for w in warnings:
         by_code.setdefault(w.code, []).append(w)
     for code, group in by_code.items():
-        text = f"warning [{code}]: {group[0]}"
+        text = f"warning [{code}]: {cli_words(str(group[0]), group[0].options)}"
         others = [Path(w.file).name for w in group[1:] if w.file]
         if others:
             shown = ", ".join(others[:6]) + (", …" if len(others) > 6 else "")
@@ -524,32 +572,16 @@ def print_warnings(warnings, file=None) -> None:
 
 def run_assess(args) -> int:
     from trustcal.assessment import assess_to_dir, available_cores, no_progress, summary_dict
-    from trustcal.measures.bootstrap import BootstrapParams
-    from trustcal.measures.trust import TrustParams
     from trustcal.predictions import ReadOptions
-    from trustcal.reporting.tables import MetricParams, SweepParams
 
-    if args.t_min >= args.t_max:
-        raise TrustcalError(f"--t-min {args.t_min} must be smaller than --t-max {args.t_max}")
-    try:
-        trust = _dataclass_from(TrustParams, args, dict(weight="weight"))
-    except ValueError as exc:
-        raise TrustcalError(f"trust parameters: {exc}") from None
+    settings = settings_from_args(args)
     read = _dataclass_from(ReadOptions, args)
-    metrics = _dataclass_from(MetricParams, args)
-    sweep = SweepParams(clusters=tuple(args.clusters_sweep), epochs=tuple(args.sweep_epochs))
     show = _ShowProgress(sys.stderr) if not args.quiet else no_progress
     result = assess_to_dir(
         args.sources,
         args.out,
         read,
-        trust,
-        metrics,
-        sweep,
-        t_min=args.t_min,
-        t_max=args.t_max,
-        calibrators=args.calibrators,
-        bootstrap=BootstrapParams(resamples=args.bootstrap) if args.bootstrap else None,
+        settings,
         history=args.history,
         title=args.title,
         figures=not args.no_figures,
@@ -557,6 +589,7 @@ def run_assess(args) -> int:
         paper_claims=args.paper_claims,
         progress=show,
         processes=available_cores(),  # figures drawn in parallel: a fresh process of our own, safe to fork
+        wording=cli_words,
     )
     if show is not no_progress:
         show.done(len(result.files))
@@ -565,7 +598,8 @@ def run_assess(args) -> int:
     if args.paper_claims:
         written += ["reproduction.md", "reproduction.csv"]
     if args.json:
-        print(json.dumps({**summary_dict(result), "out": str(args.out), "written": written}, indent=2))
+        document = summary_dict(result, wording=cli_words)
+        print(json.dumps({**document, "out": str(args.out), "written": written}, indent=2))
     elif not args.quiet:
         print(result.summary())
         print(
@@ -586,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_assess(args)
         parser.error(f"unknown command {args.command}")
     except TrustcalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli_words(str(exc), getattr(exc, 'options', ()))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into `head` and the like: the results are written, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

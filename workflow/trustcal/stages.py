@@ -18,16 +18,8 @@ from trustcal.calibration import T_MAX, T_MIN, softmax
 from trustcal.calibration.table import CALIBRATION_COLUMNS, SPLITS, calibration_row, load_states, save_states
 from trustcal.errors import TrustcalError
 from trustcal.files import read_csv, read_npz, write_csv, write_npz
-from trustcal.measures.trust import TrustParams
-from trustcal.reporting.tables import (
-    PAPER_CALIBRATOR,
-    RAW,
-    MetricParams,
-    Predictions,
-    SweepParams,
-    score_tables,
-    trust_tables,
-)
+from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, Predictions, score_tables, trust_tables
+from trustcal.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -162,32 +154,40 @@ def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> No
         write_csv(df, outputs[name])
 
 
-def trust_stage(
-    logit_paths, calibrators, outputs: dict[str, str], params: TrustParams, sweep: SweepParams, bootstrap=None
-) -> None:
+def trust_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Settings) -> None:
     """docs/method.md §3 per epoch, for the raw model and every calibrator: trust.csv (with
-    bootstrap intervals when ``bootstrap`` is given), dynamic_trust.csv, trust_sweep.csv."""
+    bootstrap intervals when ``settings.bootstrap`` is given), dynamic_trust.csv, trust_sweep.csv
+    (``settings.trust``, ``settings.sweep``)."""
     preds = list(load_predictions(logit_paths, calibrators))
-    write_tables(trust_tables(preds, params, sweep, bootstrap=bootstrap), outputs)
+    write_tables(trust_tables(preds, settings.trust, settings.sweep, bootstrap=settings.bootstrap), outputs)
 
 
-def scores_stage(logit_paths, calibrators, outputs: dict[str, str], params: MetricParams, bootstrap=None) -> None:
-    """Every scalar metric (scores.csv, with bootstrap intervals on the test split when
-    ``bootstrap`` is given) and the per-label / per-bin side tables."""
+def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Settings) -> None:
+    """Every scalar metric of ``settings.metrics`` (scores.csv, with bootstrap intervals on the test split
+    when ``settings.bootstrap`` is given) and the per-label / per-bin side tables; with a ``paired``
+    output and a bootstrap, the paired replicates of every calibration state on the shared resamples
+    (:func:`trustcal.measures.paired.paired_arrays`, docs/method.md §12)."""
+    from trustcal.measures.paired import paired_arrays
+
     preds = list(load_predictions(logit_paths, calibrators))
-    write_tables(score_tables(preds, params, bootstrap=bootstrap), outputs)
+    kept = {} if settings.bootstrap is not None and "paired" in outputs else None
+    tables = score_tables(preds, settings.metrics, bootstrap=settings.bootstrap, kept=kept)
+    write_tables(tables, outputs)
+    if kept is not None:
+        write_npz(outputs["paired"], **paired_arrays(kept, settings.bootstrap))
 
 
 PAPER_STATES = (RAW, PAPER_CALIBRATOR)  # the paper's before and after calibration
 
 
-def trust_bootstrap_stage(logit_paths, temperature_states, out, params: TrustParams, bootstrap) -> None:
-    """Trust opinions of every epoch, before and after temperature scaling (the paper's two
-    states), on ``bootstrap.resamples`` resamples of the test set (:mod:`trustcal.measures.bootstrap`):
+def trust_bootstrap_stage(logit_paths, temperature_states, out, settings: Settings) -> None:
+    """Trust opinions (``settings.trust``) of every epoch, before and after temperature scaling (the paper's
+    two states), on ``settings.bootstrap.resamples`` resamples of the test set (:mod:`trustcal.measures.bootstrap`):
     ``belief``, ``disbelief`` and ``uncertainty`` arrays of shape epochs × 2 (before, after) ×
     resamples × (K + 1) labels, for the verdict."""
     from trustcal.measures.bootstrap import bootstrap_opinions, resample_counts
 
+    params, bootstrap = settings.trust, settings.bootstrap
     by_epoch: dict[int, dict[str, dict[str, np.ndarray]]] = {}
     counts = None
     for p in load_predictions(logit_paths, [temperature_states], splits=("test",)):

@@ -175,15 +175,47 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
     walk = np.cumsum(drawn * gap[order], axis=1, dtype=np.float64)  # Σ (hit − conf) so far
     walk = walk if ends is None else walk[:, ends]
     out["ks_error"] = np.maximum(walk.max(axis=1), -walk.min(axis=1)) / n
-    if ends is None:  # a resample's groups are its copies of one sample
-        out["aurc"], out["eaurc"], out["augrc"] = _aurc_distinct(drawn, hit[order], n)
-        return out
-    whole = drawn.astype(np.int32)  # the counts are whole numbers: integer sums are exact
-    through = np.cumsum(whole, axis=1, dtype=np.int32)[:, ends]  # drawn up to each group's end
-    missed = whole * (1 - hit[order].astype(np.int32))  # drawn copies of wrong predictions
-    wrong = np.cumsum(missed, axis=1, dtype=np.int32)[:, ends]  # … and wrong among them
-    out["aurc"], out["eaurc"], out["augrc"] = _aurc(through, wrong, n)
+    out["aurc"], out["eaurc"], out["augrc"] = _ranked_areas(drawn, hit[order], ends, n)
     return out
+
+
+def _ranked_areas(
+    drawn: np.ndarray, hit: np.ndarray, ends: np.ndarray | None, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AURC, E-AURC and AUGRC of each resample from its counts ``drawn`` (B × N) and ``hit`` in increasing
+    score, ``ends`` the last sample of each group of equal scores (None: every score distinct)."""
+    if ends is None:  # a resample's groups are its copies of one sample
+        return _aurc_distinct(drawn, hit, n)
+    # per group: the copies drawn and the wrong ones among them (sums of whole numbers below 2^24, exact
+    # in float32): one pass over the B × N counts each, however few the groups
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    whole = np.add.reduceat(drawn, starts, axis=1).astype(np.int64)
+    missed = np.add.reduceat(drawn * (1 - hit).astype(drawn.dtype), starts, axis=1).astype(np.int64)
+    # running sums over the groups: drawn up to each group's end, and wrong among them; column-major (the
+    # layout a column gather gives), so the sums of _aurc run in the order they always did, to the last bit
+    through = np.asfortranarray(np.cumsum(whole, axis=1))
+    wrong = np.asfortranarray(np.cumsum(missed, axis=1))
+    return _aurc(through, wrong, n)
+
+
+def bootstrap_selective(score: np.ndarray, hit: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
+    """AURC, E-AURC and AUGRC of every resample (``counts``: B × N) when the N predictions are accepted in
+    decreasing ``score`` (any confidence score: the max probability gives the replicates of
+    :func:`bootstrap_scores`), each a length-B array. ``hit``: 1 for a right prediction, 0 for a wrong one.
+    Equal scores form one group (docs/method.md §5.8), whatever their number: a score taking a few values
+    (the per-prediction opinion of §3.6 is constant within a (class, cluster) pair) costs what a distinct
+    one does. The replicates equal :func:`trustcal.measures.selective.selective_areas` on the drawn rows."""
+    score = np.asarray(score, dtype=np.float64)
+    hit = np.asarray(hit, dtype=np.float64)
+    n = score.size
+    if counts.shape[1] != n:
+        raise ValueError(f"counts have {counts.shape[1]} samples, the scores {n}")
+    order = np.argsort(score, kind="stable")
+    ranked = score[order]
+    ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))
+    ends = None if ends.size == n else ends
+    aurc, eaurc, augrc = _ranked_areas(np.asarray(counts)[:, order], hit[order], ends, n)
+    return {"aurc": aurc, "eaurc": eaurc, "augrc": augrc}
 
 
 def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -66,6 +66,7 @@ from trustcal.measures.calibration_errors import (
     smooth_ece,
     spiegelhalter_test,
 )
+from trustcal.measures.kuiper import _kuiper_test_from_top_label, brownian_range_sf, kuiper_test
 from trustcal.numerics import mean_nll
 
 __all__ = [
@@ -87,6 +88,8 @@ __all__ = [
     "spiegelhalter_test",
     "ks_test",
     "brownian_max_abs_sf",
+    "kuiper_test",
+    "brownian_range_sf",
     "bin_indices",
     "question_answer_trust",
     "trust_spectrum",
@@ -628,7 +631,8 @@ def scalar_metrics(
     * brier_reliability, brier_resolution, brier_uncertainty, brier_within_bin
       (one-vs-rest, ``reliability_bins`` equal-width bins; they add up to brier) [§5.6];
     * ks_error [§5.7]; aurc, eaurc, augrc [§5.8];
-    * spiegelhalter_z, spiegelhalter_p (two-sided), ks_p (top-label calibration tests) [§5.9];
+    * spiegelhalter_z, spiegelhalter_p (two-sided), ks_p (top-label calibration tests) [§5.9]; kuiper_p
+      (:func:`~trustcal.measures.kuiper.kuiper_test`) [§13.4];
     * net_trust_score, confidence_correct, confidence_incorrect [§6];
     * geometric_accuracy, decisiveness, robustness and their *_measured;
       confidence_slope [§7];
@@ -671,6 +675,7 @@ def scalar_metrics(
     out["augrc"] = _augrc_from_top_label(conf, hit, order)
     out["spiegelhalter_z"], out["spiegelhalter_p"] = _spiegelhalter_from_top_label(conf, hit)
     out["ks_p"] = _ks_test_from_top_label(conf, hit, order)[1]
+    out["kuiper_p"] = _kuiper_test_from_top_label(conf, hit, order)[1]
     out["net_trust_score"] = _net_trust_from_q(_qa_trust_from_top_label(conf, hit, nts_alpha, nts_beta), labels, k)
     out["confidence_correct"], out["confidence_incorrect"] = _expected_confidence_from_top_label(conf, hit)
     out.update(geometric_metrics(probs, labels, eps=geo_eps, n_bins=geo_bins))

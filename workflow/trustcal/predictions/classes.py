@@ -107,9 +107,11 @@ def class_map(
     label_path: Path,
     label_where: Callable[[int], str],
     positive_class: str | None = None,
+    chosen: bool = False,
 ) -> ClassMap:
     """The :class:`ClassMap` of a table (module docstring); a :class:`ColumnError` or
-    :class:`LabelError` naming the file, the columns and the fix when names and labels disagree."""
+    :class:`LabelError` naming the file, the columns and the fix when names and labels disagree.
+    ``chosen``: the columns were chosen among a file's columns (``prob_columns`` applies)."""
     labels = np.asarray(labels)
     if values.ndim == 1:
         return _binary(labels, columns, path, label_path, label_where, positive_class)
@@ -150,7 +152,8 @@ def class_map(
     raise LabelError(
         f"{label_path}: {label_where(r)}: label {labels[r]!r} names none of the probability columns of {path.name} "
         f"({_show(columns)}); expected names and labels to agree. Fix: name the probability columns by class "
-        f"(e.g. {_show(names_seen[:3])}) or choose them with --prob-columns REGEX."
+        f"(e.g. {_show(names_seen[:3])})" + (" or choose them with prob_columns=REGEX." if chosen else "."),
+        options=("prob_columns",) if chosen else (),
     )
 
 
@@ -192,8 +195,9 @@ def _binary(labels, columns, path, label_path, label_where, positive_class) -> C
     if len(classes) < 2:
         raise LabelError(
             f"{path}: one column of predictions (a binary classifier's) but the labels name only "
-            f"{_show(classes)}, so the other class is unknown. Fix: give the positive class (--positive-class "
-            "NAME) other than the one in the labels, or write the labels as 0/1."
+            f"{_show(classes)}, so the other class is unknown. Fix: give the positive class (positive_class=NAME) "
+            "other than the one in the labels, or write the labels as 0/1.",
+            options=("positive_class",),
         )
     order = sorted(classes, key=lambda c: (isinstance(c, str), c))
     if positive is None:

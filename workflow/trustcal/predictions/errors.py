@@ -4,11 +4,17 @@ Every problem with someone else's predictions is a :class:`PredictionError`
 whose message names the file, the line/row and column, what was expected and
 how to fix it. Suspicious but valid input gives an :class:`InputWarning`
 (handed to a ``warn`` callback, :data:`Warn`) instead.
+
+A message that asks for a setting (a field of :class:`~trustcal.predictions.ReadOptions`,
+or of :class:`~trustcal.settings.Settings`) names it as Python and the workflow's
+configuration do, ``name=value`` (``kind="logits"``, ``renormalize=True``,
+``labels=FILE``), or a name with an underscore alone (``sum_tolerance``), and lists
+it in ``options``; the command line shows its flag there instead (``--kind logits``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from trustcal.errors import TrustcalError
@@ -17,7 +23,14 @@ from trustcal.errors import TrustcalError
 
 
 class PredictionError(TrustcalError):
-    """A prediction (or label) file that cannot be assessed as it is."""
+    """A prediction (or label) file that cannot be assessed as it is.
+
+    ``options``: the settings the message names (module docstring), for the command line's wording.
+    """
+
+    def __init__(self, message: str = "", *, options: Sequence[str] = ()):
+        super().__init__(message)
+        self.options = tuple(options)
 
 
 class UnreadableFile(PredictionError):
@@ -53,11 +66,13 @@ class SeriesError(PredictionError):
 
 @dataclass(frozen=True)
 class InputWarning:
-    """Suspicious but valid input. ``code`` names the kind (the README's table of warning codes)."""
+    """Suspicious but valid input. ``code`` names the kind (the table of warning codes in docs/assess.md);
+    ``options``: the settings the message names (module docstring)."""
 
     code: str
     file: str  # the file it is about ('' when none)
     message: str
+    options: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.file}: {self.message}" if self.file else self.message

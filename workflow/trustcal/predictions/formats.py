@@ -60,7 +60,8 @@ LABEL_KEYS = ("labels", "test_labels", "y", "targets")
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """How to read prediction files; the field names are the CLI flags and config keys."""
+    """How to read prediction files; the field names are the keys of the workflow's ``external`` entries
+    (and, with dashes, the flags of ``trustcal assess``)."""
 
     format: str = "auto"  # auto, csv, npz, npy
     kind: str = "auto"  # auto, probs, logits
@@ -76,33 +77,42 @@ class ReadOptions:
 
     def __post_init__(self):
         if self.format not in FORMATS:
-            raise PredictionError(f"format {self.format!r} is unknown; expected one of {', '.join(FORMATS)}")
+            raise PredictionError(
+                f"format={self.format!r} is unknown; expected one of {', '.join(FORMATS)}", options=("format",)
+            )
         if self.kind not in KINDS:
-            raise PredictionError(f"kind {self.kind!r} is unknown; expected one of {', '.join(KINDS)}")
+            raise PredictionError(
+                f"kind={self.kind!r} is unknown; expected one of {', '.join(KINDS)}", options=("kind",)
+            )
         if not (self.sum_tolerance > 0 and math.isfinite(self.sum_tolerance)):
-            raise PredictionError(f"sum tolerance must be a positive number (got {self.sum_tolerance})")
+            raise PredictionError(
+                f"sum_tolerance must be a positive number (got {self.sum_tolerance})", options=("sum_tolerance",)
+            )
         if self.positive_class is not None and not isinstance(self.positive_class, str):
             object.__setattr__(self, "positive_class", str(self.positive_class))  # a number in config.yaml
         if self.num_classes is not None and self.num_classes < 2:
-            raise PredictionError(f"number of classes must be ≥ 2 (got {self.num_classes})")
+            raise PredictionError(f"num_classes must be ≥ 2 (got {self.num_classes})", options=("num_classes",))
         name_regex(self.name_pattern)
         if self.prob_columns is not None:
-            _compile(self.prob_columns, "--prob-columns")
+            _compile(self.prob_columns, "prob_columns")
 
 
-def _compile(pattern: str, flag: str) -> re.Pattern:
+def _compile(pattern: str, option: str) -> re.Pattern:
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise PredictionError(f"{flag} {pattern!r} is not a valid regular expression ({exc})") from None
+        raise PredictionError(
+            f"{option}={pattern!r} is not a valid regular expression ({exc})", options=(option,)
+        ) from None
 
 
 def name_regex(pattern: str) -> re.Pattern:
-    rx = _compile(pattern, "--name-pattern")
+    rx = _compile(pattern, "name_pattern")
     if "epoch" not in rx.groupindex:
         raise PredictionError(
-            f"--name-pattern {pattern!r} has no group named 'epoch'; write it like "
-            r"'run(?P<epoch>\d+)_(?P<state>bef|aft)'"
+            f"name_pattern={pattern!r} has no group named 'epoch'; write it like "
+            r"'run(?P<epoch>\d+)_(?P<state>bef|aft)'",
+            options=("name_pattern",),
         )
     return rx
 
@@ -174,6 +184,7 @@ class Table:
     label_path: Path | None = None
     val: Table | None = None
     columns: list[str] | None = None  # the value columns' names as written in a header (None: no header)
+    chosen: bool = False  # the value columns were chosen among a file's columns (prob_columns applies)
 
 
 def _array_where(key: str):
@@ -242,7 +253,8 @@ def _load_numpy(path: Path, data: bytes, fmt: str):
         example = "numpy.savez(path, probs=P, labels=y)" if fmt == "npz" else "numpy.save(path, P)"
         raise UnreadableFile(
             f"{path}: unreadable or truncated {what} ({type(exc).__name__}: {exc}). "
-            f"Fix: write it again, e.g. {example}, or pass --format if it is another format."
+            f"Fix: write it again, e.g. {example}, or pass format=NAME if it is another format.",
+            options=("format",),
         ) from None
 
 
@@ -269,7 +281,8 @@ def read_npz(path: Path, data: bytes, opts: ReadOptions) -> Table:
     elif not opts.labels:
         raise ColumnError(
             f"{path}: no labels array; expected 'labels' (N integers) beside '{key}', found {sorted(arrays)}. "
-            "Fix: add it (numpy.savez(path, probs=P, labels=y)) or pass --labels FILE."
+            "Fix: add it (numpy.savez(path, probs=P, labels=y)) or pass labels=FILE.",
+            options=("labels",),
         )
     vkey = "val_logits" if "val_logits" in arrays else "val_probs" if "val_probs" in arrays else None
     if vkey is not None and "val_labels" not in arrays:
@@ -290,7 +303,8 @@ def read_npy(path: Path, data: bytes, opts: ReadOptions) -> Table:
     if not opts.labels:
         raise ColumnError(
             f"{path}: an .npy file holds only the predictions; expected the labels in a separate file. "
-            "Fix: pass --labels FILE (one integer per row: .npy, .txt or .csv), or save both in an .npz."
+            "Fix: pass labels=FILE (one integer per row: .npy, .txt or .csv), or save both in an .npz.",
+            options=("labels",),
         )
     return Table(path, _numeric_array(path, arr, "array", 2), opts.kind, None, _array_where("array"))
 
@@ -337,7 +351,8 @@ def read_text_table(path: Path, data: bytes):
     except UnicodeDecodeError:
         raise UnreadableFile(
             f"{path}: not a text file (not UTF-8); expected a CSV with one probability column per class and a label "
-            "column. Fix: pass --format npz, npy, parquet or feather if it is one of those, or export it as CSV."
+            'column. Fix: pass format="npz", npy, parquet or feather if it is one of those, or export it as CSV.',
+            options=("format",),
         ) from None
     lines = re.split(r"\r\n|\r|\n", text)  # line ends as pandas sees them (not str.splitlines)
     numbered = [i + 1 for i, line in enumerate(lines) if line.strip()]  # file line of each non-blank line
@@ -413,7 +428,8 @@ def _numeric_column(path: Path, df, column: str, at, hint: str) -> np.ndarray:
             raise CellError(
                 f"{path}: {at(row)}, column '{column}': {cell!r} is not a number; "
                 f"expected {hint}.{_decimal_comma_hint(cell)} Fix: correct that cell"
-                + (", or choose the probability columns with --prob-columns REGEX." if "probability" in hint else ".")
+                + (", or choose the probability columns with prob_columns=REGEX." if "probability" in hint else "."),
+                options=("prob_columns",) if "probability" in hint else (),
             )
         col = parsed
     return col.to_numpy(dtype=np.float64)
@@ -453,17 +469,18 @@ def _norm(name: str) -> str:
 
 
 def _label_column(path: Path, columns: list[str], header: bool, opts: ReadOptions, required: bool = True) -> str | None:
-    """The label column: --label-column, a column with a usual name, or the last column of a headerless file.
+    """The label column: ``label_column``, a column with a usual name, or the last column of a headerless file.
 
-    With ``required=False`` (the labels come from --labels) a column found by name is still
+    With ``required=False`` (the labels come from a ``labels`` file) a column found by name is still
     returned, so that it is not read as a class.
     """
     if opts.label_column is not None:
         if opts.label_column in columns:
             return opts.label_column
         raise ColumnError(
-            f"{path}: no column named {opts.label_column!r} (from --label-column); the columns are {columns}. "
-            "Fix: pass the label column's name exactly as in the header."
+            f"{path}: no column named {opts.label_column!r} (from label_column); the columns are {columns}. "
+            "Fix: pass the label column's name exactly as in the header.",
+            options=("label_column",),
         )
     if not header:
         return columns[-1] if required else None
@@ -474,7 +491,8 @@ def _label_column(path: Path, columns: list[str], header: bool, opts: ReadOption
         return None
     raise ColumnError(
         f"{path}: no label column; expected a column named 'True Label', 'label', 'labels', 'target' or 'y' "
-        f"(any case), found {columns}. Fix: name the label column with --label-column NAME."
+        f"(any case), found {columns}. Fix: name the label column with label_column=NAME.",
+        options=("label_column",),
     )
 
 
@@ -489,8 +507,9 @@ def read_frame(path: Path, df, header: bool, at, opts: ReadOptions) -> Table:
         probs = [c for c in columns if rx.fullmatch(c) and c != label]
         if not probs:
             raise ColumnError(
-                f"{path}: no column name matches --prob-columns {opts.prob_columns!r}; the columns are {columns}. "
-                "Fix: write a regular expression that matches whole column names, e.g. 'Class_\\d+_Probability'."
+                f"{path}: no column name matches prob_columns={opts.prob_columns!r}; the columns are {columns}. "
+                "Fix: write a regular expression that matches whole column names, e.g. 'Class_\\d+_Probability'.",
+                options=("prob_columns",),
             )
     else:
         # every column but the label (and an unnamed index column written by DataFrame.to_csv)
@@ -499,7 +518,8 @@ def read_frame(path: Path, df, header: bool, at, opts: ReadOptions) -> Table:
         raise ColumnError(
             f"{path}: no probability columns; expected one column per class (or one column P(y = 1) of a binary "
             f"classifier) and the label column. Fix: check the separator and the header"
-            + (", or pass --prob-columns REGEX." if header else ".")
+            + (", or pass prob_columns=REGEX." if header else "."),
+            options=("prob_columns",) if header else (),
         )
     values = np.column_stack(
         [_numeric_column(path, df, c, at, "a probability or logit (a decimal number)") for c in probs]
@@ -511,6 +531,7 @@ def read_frame(path: Path, df, header: bool, at, opts: ReadOptions) -> Table:
         None,
         lambda r, c=None: at(r) + ("" if c is None else f", column '{probs[c]}'"),
         columns=probs if header else None,
+        chosen=True,
     )
     if label is not None and not opts.labels:
         table.labels = _label_values(path, df, label, at)
@@ -553,7 +574,8 @@ def _arrow_frame(path: Path, data: bytes, fmt: str):
     except Exception as exc:  # any failure to parse the file means it is unreadable
         raise UnreadableFile(
             f"{path}: unreadable or truncated {fmt.capitalize()} file ({type(exc).__name__}: {exc}). "
-            f"Fix: write it again (DataFrame.to_{fmt}(path)), or pass --format if it is another format."
+            f"Fix: write it again (DataFrame.to_{fmt}(path)), or pass format=NAME if it is another format.",
+            options=("format",),
         ) from None
     if len(df) == 0:
         raise UnreadableFile(f"{path}: the table has no rows; expected one row per sample. Fix: export it again.")

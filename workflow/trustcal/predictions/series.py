@@ -53,7 +53,7 @@ def _is_prediction_name(name: str) -> bool:
     return name.endswith(PRED_SUFFIXES)
 
 
-# A training history in a prediction directory is used without --history:
+# A training history in a prediction directory is used without being named (as `history`):
 # the author's pickled losses, or the workflow's own history table.
 HISTORY_NAMES = ("loss_history.npy", "history.csv")
 
@@ -110,15 +110,17 @@ def discover(sources, opts: ReadOptions = ReadOptions()) -> tuple[list[Predictio
             else:
                 raise SeriesError(
                     f"{path}: cannot read the epoch from the file name; a series needs names like bef_10.csv, "
-                    "aft_10.csv or epoch010.npz. Fix: rename the files, or pass --name-pattern REGEX with a group "
-                    "(?P<epoch>\\d+) (and optionally (?P<state>before|after))."
+                    "aft_10.csv or epoch010.npz. Fix: rename the files, or pass name_pattern=REGEX with a group "
+                    "(?P<epoch>\\d+) (and optionally (?P<state>before|after)).",
+                    options=("name_pattern",),
                 )
         files.append(PredictionFile(path, epoch, calibrated))
     if not files:
         raise SeriesError(
             f"{', '.join(map(str, sources))}: none of the files has an epoch number in its name "
             f"({', '.join(p.name for p in skipped)}). Fix: rename them like epoch010.npz or bef_10.csv, "
-            "or pass --name-pattern REGEX."
+            "or pass name_pattern=REGEX.",
+            options=("name_pattern",),
         )
     seen: dict[tuple[int, bool], Path] = {}
     for f in files:
@@ -127,7 +129,8 @@ def discover(sources, opts: ReadOptions = ReadOptions()) -> tuple[list[Predictio
             state = "after" if key[1] else "before"
             raise SeriesError(
                 f"{seen[key]} and {f.path}: both are epoch {f.epoch}, {state} calibration. "
-                "Fix: assess them separately, or pass --name-pattern REGEX that tells them apart."
+                "Fix: assess them separately, or pass name_pattern=REGEX that tells them apart.",
+                options=("name_pattern",),
             )
         seen[key] = f.path
     files.sort(key=lambda f: (f.epoch, bool(f.calibrated)))

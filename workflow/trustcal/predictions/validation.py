@@ -61,8 +61,9 @@ def _check_finite(values: np.ndarray, path: Path, where, what: str, fix: str) ->
         )
 
 
-def check_labels(labels: np.ndarray, k: int, path: Path, where) -> np.ndarray:
-    """Labels as integers 0 … K−1, or a :class:`LabelError` / :class:`CellError`."""
+def check_labels(labels: np.ndarray, k: int, path: Path, where, chosen: bool = False) -> np.ndarray:
+    """Labels as integers 0 … K−1, or a :class:`LabelError` / :class:`CellError`. ``chosen``: the probability
+    columns were chosen among a file's columns (``prob_columns`` applies)."""
     _check_finite(
         labels, path, where, "an integer class index", "every sample needs its true label; drop unlabelled rows."
     )
@@ -82,7 +83,8 @@ def check_labels(labels: np.ndarray, k: int, path: Path, where) -> np.ndarray:
         raise LabelError(
             f"{path}: {where(r)}: label {int(labels[r])} is out of range for {k} classes; expected 0 … {k - 1} "
             f"({int(out.sum())} such label(s)). Fix: labels must index the probability columns (0-based, in column "
-            f"order); add the missing classes' columns or check --prob-columns.{hint}"
+            f"order); add the missing classes' columns" + (f" or check prob_columns.{hint}" if chosen else f".{hint}"),
+            options=("prob_columns",) if chosen else (),
         )
     return labels.astype(np.int64)
 
@@ -122,16 +124,18 @@ def detect_kind(values: np.ndarray, opts: ReadOptions, path: Path, where, warn: 
                     else " and the rows do not sum to 1: they look like logits passed as probabilities, so they were "
                     "read as logits and turned into probabilities with a softmax."
                 )
-                + " Fix: pass --kind logits to confirm (this warning goes away)"
+                + ' Fix: pass kind="logits" to confirm (this warning goes away)'
                 + (", or export the probabilities." if binary else ", or export the softmax probabilities."),
+                ("kind",),
             )
         )
         return "logits"
     loc = _first(outside | ~ok[:, None])
     raise ProbabilityError(
         f"{path}: cannot tell probabilities from logits: {int(ok.sum())} of {n} rows read as probabilities and "
-        f"{n - int(ok.sum())} do not (the first: {where(*loc)}: {values[loc]:.6g}). Fix: pass --kind probs (the "
-        "other rows are then errors naming their cells) or --kind logits."
+        f"{n - int(ok.sum())} do not (the first: {where(*loc)}: {values[loc]:.6g}). "
+        'Fix: pass kind="probs" (the other rows are then errors naming their cells) or kind="logits".',
+        options=("kind",),
     )
 
 
@@ -157,7 +161,8 @@ def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.nd
             raise ProbabilityError(
                 f"{path}: {where(*loc)}: probability {values[loc]:.6g} is {what} ({int(mask.sum())} such value(s)); "
                 "expected probabilities in [0, 1]. Fix: export the softmax output; if the values are logits, "
-                "pass --kind logits."
+                'pass kind="logits".',
+                options=("kind",),
             )
     probs = np.clip(values, 0.0, 1.0)
     if probs.shape[1] == 1:
@@ -170,7 +175,8 @@ def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.nd
             raise ProbabilityError(
                 f"{path}: {where(r)}: the probabilities sum to {sums[r]:.6g}; expected 1 within ±{opts.sum_tolerance:g} "
                 f"({int(off.sum())} of {len(sums)} rows are off). Fix: export softmax probabilities (one column per "
-                "class, all classes), or pass --renormalize to divide every row by its sum."
+                "class, all classes), or pass renormalize=True to divide every row by its sum.",
+                options=("renormalize",),
             )
         zero = sums <= 0
         if zero.any():
@@ -185,7 +191,8 @@ def to_probabilities(table: Table, opts: ReadOptions, warn: Warn) -> tuple[np.nd
                 str(path),
                 f"{int(off.sum())} of {len(sums)} rows did not sum to 1 within "
                 f"±{opts.sum_tolerance:g} (sums {sums.min():.4g} … {sums.max():.4g}); every row was divided by its sum "
-                "(--renormalize).",
+                "(renormalize=True).",
+                ("renormalize",),
             )
         )
         probs = probs / sums[:, None]
@@ -300,7 +307,14 @@ def check_table(table: Table, opts: ReadOptions, warn, k: int | None = None, nam
     ``names`` (the test classes' names, for validation data): the classes are put in that order."""
     label_path = table.label_path or table.path
     cmap = class_map(
-        table.values, table.labels, table.columns, table.path, label_path, table.label_where, opts.positive_class
+        table.values,
+        table.labels,
+        table.columns,
+        table.path,
+        label_path,
+        table.label_where,
+        opts.positive_class,
+        chosen=table.chosen,
     )
     probs, logits = to_probabilities(table, opts, warn)
     if cmap.positive is not None:  # a binary classifier's column
@@ -311,9 +325,10 @@ def check_table(table: Table, opts: ReadOptions, warn, k: int | None = None, nam
     if k is not None and probs.shape[1] != k:
         raise ColumnError(
             f"{table.path}: {probs.shape[1]} probability columns; expected {k} (one per class). "
-            "Fix: export every class's probability" + (", or correct --num-classes." if opts.num_classes else ".")
+            "Fix: export every class's probability" + (", or correct num_classes." if opts.num_classes else "."),
+            options=("num_classes",) if opts.num_classes else (),
         )
-    labels = check_labels(cmap.labels, probs.shape[1], label_path, table.label_where)
+    labels = check_labels(cmap.labels, probs.shape[1], label_path, table.label_where, table.chosen)
     if names is not False:
         probs, logits, labels = _aligned(probs, logits, labels, cmap.names, names, table.path)
         return probs, labels, logits, names
@@ -321,7 +336,7 @@ def check_table(table: Table, opts: ReadOptions, warn, k: int | None = None, nam
 
 
 def load(file: PredictionFile, opts: ReadOptions, warn: Warn) -> Loaded:
-    """Read and check one prediction file (plus --labels and --validation when given)."""
+    """Read and check one prediction file (plus its ``labels`` and ``validation`` files when given)."""
     table = read_table(file.path, opts)
     _attach_labels(table, opts)
     probs, labels, logits, names = check_table(table, opts, warn, opts.num_classes)
@@ -330,7 +345,7 @@ def load(file: PredictionFile, opts: ReadOptions, warn: Warn) -> Loaded:
     val = table.val
     if opts.validation:
         val = read_table(opts.validation, replace(opts, labels=None))
-        if val.val is not None:  # an .npz with val_* arrays given as --validation
+        if val.val is not None:  # an .npz with val_* arrays given as the validation file
             val = val.val
     if val is not None:
         check_lengths(val, "validation predictions")

@@ -22,18 +22,32 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from trustcal.calibration.temperature import fit_temperature, softmax
 from trustcal.files import PAPER_CALIBRATOR, RAW
-from trustcal.measures import metrics
+from trustcal.measures import decomposition, metrics
 from trustcal.measures.bootstrap import (
     BootstrapParams,
     bootstrap_opinions,
     bootstrap_scores,
+    bootstrap_selective,
     percentile_interval,
     resample_counts,
 )
+from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverages, selective_areas
+from trustcal.measures.smooth import bootstrap_smece, smooth_reliability
 from trustcal.measures.trust import TRUST_COLUMNS, TrustParams, cluster_evidence, cluster_index, trust_opinions
 
-__all__ = ["PAPER_CALIBRATOR", "RAW", "MetricParams", "Predictions", "SweepParams", "score_tables", "trust_tables"]
+__all__ = [
+    "PAPER_CALIBRATOR",
+    "RAW",
+    "MetricParams",
+    "Predictions",
+    "SweepParams",
+    "score_tables",
+    "trust_tables",
+    "selective_table",
+    "temperature_recalibration",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,8 @@ class MetricParams:
     geo_bins: int = 10
     reliability_bins: int = 10
     l2_bins: int = 15
+    refinement_folds: int = 5  # folds of the cross-fitted recalibration (docs/method.md §13.2)
+    smooth_points: int = 101  # points t of the smooth reliability diagram (docs/method.md §13.3)
 
 
 @dataclass(frozen=True)
@@ -217,6 +233,56 @@ def trust_sweep_table(preds: Sequence[Predictions], params: TrustParams, sweep: 
     return pd.DataFrame(rows)
 
 
+# Coverages of the risk–coverage curve kept in selective.csv: 5 %, 10 %, …, 100 % (columns risk_05 … risk_100).
+COVERAGES = tuple(range(5, 101, 5))
+
+
+def selective_table(
+    preds: Sequence[Predictions], params: TrustParams, bootstrap: BootstrapParams | None = None
+) -> pd.DataFrame:
+    """Trust as a selective-prediction signal (docs/method.md §13.1): per (epoch, calibrator) of the test
+    predictions and per confidence score of :data:`trustcal.measures.selective.SCORES` (the max
+    probability and the scores of the per-prediction opinion of :func:`dynamic_trust`, learned as in
+    :func:`dynamic_trust_table`), the AURC and AUGRC of accepting the predictions in decreasing score and
+    the risk at the coverages of :data:`COVERAGES` (``risk_05`` … ``risk_100``). With ``bootstrap``: the
+    percentile interval of each area, and ``diff_aurc`` / ``diff_augrc`` (score − max probability) with
+    their paired interval, both areas of a resample computed on the same drawn rows. The opinions are
+    held fixed under resampling: they are learned on the validation predictions (on the test
+    predictions themselves where there are none: then the interval leaves out their refit)."""
+    counts = _counts(preds, bootstrap)
+    val = {(p.epoch, p.calibrator): p for p in _by_split(preds, "val")}
+    coverages = np.array(COVERAGES) / 100
+    rows = []
+    for test in _by_split(preds, "test"):
+        opinion = dynamic_trust(val.get((test.epoch, test.calibrator), test), test, params)
+        hit = opinion["correct"].to_numpy(dtype=np.float64)
+        scores = opinion_scores(
+            opinion["confidence"].to_numpy(),
+            opinion["belief"].to_numpy(),
+            opinion["uncertainty"].to_numpy(),
+            params.base_rate,
+        )
+        point = {name: selective_areas(scores[name], hit) for name in SCORES}
+        replicates = (
+            {name: bootstrap_selective(scores[name], hit, counts) for name in SCORES} if counts is not None else {}
+        )
+        for name in SCORES:
+            row = dict(epoch=test.epoch, calibrator=test.calibrator, score=name)
+            for index, area in enumerate(("aurc", "augrc")):
+                row[area] = point[name][index]
+                row[f"diff_{area}"] = point[name][index] - point[SCORES[0]][index]  # against the max probability
+                if replicates:
+                    mine, base = replicates[name][area], replicates[SCORES[0]][area]  # the same resamples: paired
+                    row.update(_interval_columns({area: mine, f"diff_{area}": mine - base}, bootstrap.level))
+            risk = risk_at_coverages(scores[name], hit, coverages)
+            row.update({f"risk_{c:02d}": r for c, r in zip(COVERAGES, risk)})
+            rows.append(row)
+    ends = ("", "_lo", "_hi") if counts is not None else ("",)
+    columns = ["epoch", "calibrator", "score"]
+    columns += [f"{diff}{area}{end}" for diff in ("", "diff_") for area in ("aurc", "augrc") for end in ends]
+    return pd.DataFrame(rows, columns=columns + [f"risk_{c:02d}" for c in COVERAGES])
+
+
 def trust_tables(
     preds: Sequence[Predictions],
     params: TrustParams,
@@ -225,6 +291,7 @@ def trust_tables(
 ) -> dict[str, pd.DataFrame]:
     preds = list(preds)
     out = {"trust": trust_table(preds, params, bootstrap), "dynamic_trust": dynamic_trust_table(preds, params)}
+    out["selective"] = selective_table(preds, params, bootstrap)
     if sweep is not None:
         out["trust_sweep"] = trust_sweep_table(preds, params, sweep)
     return out
@@ -233,21 +300,69 @@ def trust_tables(
 # --------------------------------------------------------------------------- scores
 
 
+def temperature_recalibration(log_probs: np.ndarray, labels: np.ndarray):
+    """The recalibration of the calibration/refinement split (docs/method.md §13.2): temperature scaling of the
+    log-probabilities, T fitted by :func:`trustcal.calibration.fit_temperature` (T in [0.01, 100]); returns
+    the map log p → softmax(log p / T)."""
+    temperature = fit_temperature(log_probs, labels).temperature
+    return lambda z: softmax(z, temperature)
+
+
+def _refinement_losses(p: Predictions, mp: MetricParams, seed: int) -> dict[str, np.ndarray] | None:
+    """Per-sample losses of ``p`` and of its cross-fitted recalibration (None: fewer samples than folds)."""
+    if len(p.labels) < mp.refinement_folds:
+        return None
+    refined = decomposition.cross_fitted(p.probs, p.labels, temperature_recalibration, mp.refinement_folds, seed)
+    return decomposition.loss_terms(p.probs, p.labels, refined)
+
+
+def _refinement_replicates(losses: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
+    """The calibration and refinement terms of every resample, the recalibration maps held fixed: one
+    product of the counts with the N × 4 per-sample terms (float32, as :func:`bootstrap_scores`)."""
+    per_sample = np.stack(
+        [
+            losses["nll"] - losses["nll_refined"],
+            losses["nll_refined"],
+            losses["brier"] - losses["brier_refined"],
+            losses["brier_refined"],
+        ],
+        axis=1,
+    ).astype(np.float32)
+    sums = (np.asarray(counts, dtype=np.float32) @ per_sample).astype(np.float64) / per_sample.shape[0]
+    return dict(zip(decomposition.TERMS, sums.T))
+
+
 def score_tables(
-    preds: Sequence[Predictions], mp: MetricParams = MetricParams(), bootstrap: BootstrapParams | None = None
+    preds: Sequence[Predictions],
+    mp: MetricParams = MetricParams(),
+    bootstrap: BootstrapParams | None = None,
+    kept: dict | None = None,
 ) -> dict[str, pd.DataFrame]:
     """``scores`` (every scalar metric per epoch × calibrator × split; with ``bootstrap``, the
     percentile interval of each bootstrapped metric on the test split) and the side tables.
 
+    Besides :func:`trustcal.measures.metrics.scalar_metrics`, the rows of the side tables' splits (below)
+    have the calibration and refinement terms of the NLL and the Brier score (docs/method.md §13.2;
+    ``mp.refinement_folds`` folds drawn with the bootstrap seed, temperature scaling as the recalibration;
+    NaN on the other rows: five temperature fits per row are the largest cost of a row); on the test split
+    with ``bootstrap`` they and the smooth ECE (:func:`trustcal.measures.smooth.bootstrap_smece`) have
+    intervals too.
+
     Side tables are computed on the test split (the only one a figure, the verdict or the study
     report reads; the validation split gets its rows of scores; every split when none is test): ``trust_spectrum`` (NetTrustScore
-    per label), ``reliability`` (top-label and one-vs-rest curves) and ``trust_density`` (KDE of
-    the question-answer trust per label).
+    per label), ``reliability`` (top-label and one-vs-rest curves), ``trust_density`` (KDE of
+    the question-answer trust per label) and ``smooth_reliability`` (the smooth reliability diagram on
+    ``mp.smooth_points`` confidences, with its bootstrap band on the test split; docs/method.md §13.3).
+
+    ``kept``, a dict, receives (epoch, calibrator) → (the row of scores, its bootstrap replicates) of
+    every test-split prediction when ``bootstrap`` is given: the input of
+    :func:`trustcal.measures.paired.paired_arrays`.
     """
     preds = list(preds)
-    scores, spectra, curves, densities = [], [], [], []
+    scores, spectra, curves, densities, smooth = [], [], [], [], []
     grid = np.linspace(0.0, 1.0, mp.density_points)
     counts = _counts(preds, bootstrap)
+    fold_seed = (bootstrap or BootstrapParams()).seed  # the folds of the calibration/refinement split
     side_splits = {"test"} if _by_split(preds, "test") else {p.split for p in preds}
     for p in preds:
         row = _keys(
@@ -264,9 +379,19 @@ def score_tables(
                 l2_bins=mp.l2_bins,
             ),
         )
-        if counts is not None and p.split == "test":
+        losses = _refinement_losses(p, mp, fold_seed) if p.split in side_splits else None
+        row.update(decomposition.terms_from_losses(losses) if losses else dict.fromkeys(decomposition.TERMS, np.nan))
+        tested = counts is not None and p.split == "test"
+        conf = p.probs.max(axis=1)
+        hit = (p.probs.argmax(axis=1) == p.labels).astype(np.float64)
+        if tested:
             replicates = bootstrap_scores(p.probs, p.labels, counts, mp)
+            replicates["smece"] = bootstrap_smece(conf, hit, counts)
+            if losses:
+                replicates.update(_refinement_replicates(losses, counts))
             row.update(_interval_columns(replicates, bootstrap.level))
+            if kept is not None:  # for the paired differences: trustcal.measures.paired.paired_arrays
+                kept[(p.epoch, p.calibrator)] = (dict(row), replicates)
         scores.append(row)
         if p.split not in side_splits:
             continue
@@ -283,6 +408,10 @@ def score_tables(
                 p,
             )
         )
+        diagram = smooth_reliability(
+            conf, hit, counts if tested else None, mp.smooth_points, bootstrap.level if tested else 0.95
+        )
+        smooth.append(_prepend(pd.DataFrame(diagram), p))
     scores = pd.DataFrame(scores)
     first = ["epoch", "calibrator", "split", "accuracy", "nll", "ece"]  # the contracted columns
     estimates = [c for c in scores.columns if c not in first and not c.endswith(("_lo", "_hi"))]
@@ -292,4 +421,5 @@ def score_tables(
         "trust_spectrum": pd.concat(spectra, ignore_index=True),
         "reliability": pd.concat(curves, ignore_index=True),
         "trust_density": pd.concat(densities, ignore_index=True),
+        "smooth_reliability": pd.concat(smooth, ignore_index=True),
     }

@@ -26,7 +26,7 @@ workflow) imports no matplotlib.
 
 from importlib import import_module
 
-_MODULES = ("registry", "style", "epochs", "distributions", "calibrators")
+_MODULES = ("registry", "style", "epochs", "distributions", "calibrators", "refinement")
 
 
 def __getattr__(name: str):

@@ -3,8 +3,8 @@
 A :class:`FigureSpec` holds all that the rest of the project needs to know
 about one figure: the rules (workflow/rules/figures.smk, through the helpers
 of common.smk) take their inputs, outputs, parameters and report entries
-from it, ``trustcal assess`` and the Python API the tables it needs, the
-README its line in the table of figures (:func:`readme_table`, checked by
+from it, ``trustcal assess`` and the Python API the tables it needs,
+docs/usage.md its line in the table of figures (:func:`readme_table`, checked by
 tests/test_figures.py), and the tests the list of figures. Adding a figure
 is a drawing function (in :mod:`.epochs` or :mod:`.distributions`, with its
 size in ``style.FIGURE_SIZES``), a record in ``FIGURES`` and a caption file
@@ -58,6 +58,8 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "trust_spectrum": (("epoch", "calibrator", "split", "label", "trust"), "scores"),
     "trust_density": (("epoch", "calibrator", "split", "label", "trust", "density"), "scores"),
+    "selective": (("epoch", "calibrator", "score", "aurc", "augrc", "diff_aurc", "diff_augrc"), "trust"),
+    "smooth_reliability": (("epoch", "calibrator", "split", "confidence", "accuracy", "density"), "scores"),
 }
 
 # The rules that draw the figures (workflow/rules/figures.smk), split by what they read so that a
@@ -76,6 +78,13 @@ SECTIONS = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATOR_SECTION)
 Drawer = Callable[[Mapping[str, "pd.DataFrame"], str, Sequence[str], Mapping[str, Any]], "Figure"]
 
 
+def _refinement():
+    """The figures of docs/method.md §13 (:mod:`.refinement`), imported when first drawn."""
+    from trustcal.reporting.figures import refinement
+
+    return refinement
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     """One figure: how to draw it, what it reads, where it goes and how it is described."""
@@ -86,7 +95,7 @@ class FigureSpec:
     job: str  # the rule of JOBS that draws it
     section: str  # its section of the Snakemake report (SECTIONS), under its dataset
     caption: str  # its caption in the report: a reStructuredText file of workflow/report/ (Jinja: snakemake.config)
-    summary: str  # what it shows, in one line: the README's table of figures
+    summary: str  # what it shows, in one line: the table of figures of docs/usage.md
     series: bool  # the epoch on the x axis: trustcal assess draws it only for two or more epochs
     params: tuple[str, ...] = ()  # config keys it reads: rule params (a change redraws it) and draw options
 
@@ -244,6 +253,41 @@ FIGURES: dict[str, FigureSpec] = {
             series=False,
             summary="top-label reliability diagram of the raw model and every calibrator at the best-validation epoch",
         ),
+        FigureSpec(
+            "selective_prediction",
+            lambda t, title, paths, o: _refinement().selective_prediction(t["selective"], t["history"], title, paths),
+            tables=("selective", "history"),
+            job="figures",
+            section=PER_EPOCH,
+            caption="selective_prediction.rst",
+            series=True,
+            summary="risk–coverage curves of the max probability and of the per-prediction opinion's scores at the "
+            "best-validation and last epoch, and their AURC per epoch with paired bootstrap bands",
+        ),
+        FigureSpec(
+            "calibration_refinement",
+            lambda t, title, paths, o: _refinement().calibration_refinement(t["scores"], title, paths),
+            tables=("scores",),
+            job="metric_figures",
+            section=PER_EPOCH,
+            caption="calibration_refinement.rst",
+            series=True,
+            summary="NLL and Brier score of the raw model split into refinement (after cross-fitted temperature "
+            "scaling) and calibration per epoch, with bootstrap bands",
+        ),
+        FigureSpec(
+            "smooth_reliability",
+            lambda t, title, paths, o: _refinement().smooth_reliability(
+                t["smooth_reliability"], t["history"], title, paths
+            ),
+            tables=("smooth_reliability", "history"),
+            job="metric_figures",
+            section=CHOSEN,
+            caption="smooth_reliability.rst",
+            series=False,
+            summary="smooth reliability diagram (kernel estimate at the smooth ECE's bandwidth) with its bootstrap "
+            "band, before and after calibration, at the first, best-validation and last epoch",
+        ),
     )
 }
 FIGURE_NAMES = tuple(FIGURES)
@@ -314,6 +358,6 @@ def render_figures(
 
 
 def readme_table() -> str:
-    """The README's table of figures (Markdown), one row per figure of ``FIGURES``."""
+    """The table of figures of docs/usage.md (Markdown), one row per figure of ``FIGURES``."""
     rows = ["| figure | shows |", "|---|---|"] + [f"| `{f.name}` | {f.summary} |" for f in FIGURES.values()]
     return "\n".join(rows) + "\n"

@@ -53,6 +53,9 @@ FIGURE_SIZES: dict[str, tuple[float, float]] = {
     "calibrator_trust": (FULL_WIDTH, 6.0),
     "calibrator_metrics": (FULL_WIDTH, 2.9),
     "calibrator_reliability": (FULL_WIDTH, 4.6),
+    "selective_prediction": (FULL_WIDTH, 5.0),
+    "calibration_refinement": (FULL_WIDTH, 4.4),
+    "smooth_reliability": (FULL_WIDTH, 3.6),
 }
 
 BEFORE, AFTER = "Before calibration", "After calibration"

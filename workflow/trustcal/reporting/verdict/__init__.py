@@ -16,6 +16,14 @@ are independent sources, so the decision interval adds their half-widths in quad
 with q the bootstrap quantiles and t Student's 97.5 % quantile with n − 1 degrees of freedom (no
 seed term for one seed). Claims about the training history have no test-set term.
 
+A claim that compares the two calibration states (``Claim.paired``: after − before at every epoch,
+"steadier after", "similar at the start") has the paired interval with seeds instead
+(:func:`trustcal.measures.paired.paired_interval`, docs/method.md §12): its measure is taken on each
+resample with both states on the same drawn rows; the test-set term is the resampling noise the seeds
+share (their replicates' mean cross-covariance), the seed term the seeds' sample variance over n, each
+half-width at its own t quantile, added in quadrature. The percentile quadrature above counts the
+seed × test-set noise twice (once in the bootstrap of the seed mean, once in the seeds' sd).
+
 **Decision** (an equivalence test on that interval): *reproduced* when the whole interval lies in the
 claim's band (``near``: paper value ± tolerance; ``at_most``: ≤ bound; ``at_least``: ≥ bound), *not
 reproduced* when it lies wholly outside, *inconclusive* when it straddles an edge. Each seed is also

@@ -75,6 +75,7 @@ class Claim:
     uses_history: bool = False  # the measure reads the training history
     not_comparable: str | None = None  # a reason that holds whatever the numbers
     also: tuple[str, ...] = ()  # other sentences of the paper (abstract, conclusion) this claim tests
+    paired: bool = False  # compares the two calibration states: the paired interval with seeds (docs/method.md §12)
 
     def __post_init__(self):
         if self.from_history:
@@ -154,6 +155,7 @@ def _mnist_claims() -> list[Claim]:
             start_gap("belief"),
             "at_most",
             MASS_TOLERANCE,
+            paired=True,
         ),
         Claim(
             "mnist_trust_falls_before",
@@ -201,6 +203,7 @@ def _mnist_claims() -> list[Claim]:
             "at_least",
             0.0,
             also=(ABSTRACT_IMPROVED, CONCLUSION_IMPROVED, OVERALL),
+            paired=True,
         ),
         Claim(
             "mnist_trust_steadier_after",
@@ -215,6 +218,7 @@ def _mnist_claims() -> list[Claim]:
             0.0,
             min_epochs=10,
             also=(INTRO_STABLE,),
+            paired=True,
         ),
         Claim(
             "mnist_disbelief_rises_before",
@@ -261,6 +265,7 @@ def _mnist_claims() -> list[Claim]:
             "at_most",
             0.0,
             also=(CONCLUSION_IMPROVED,),
+            paired=True,
         ),
         Claim(
             "mnist_uncertainty_start_similar",
@@ -273,6 +278,7 @@ def _mnist_claims() -> list[Claim]:
             start_gap("uncertainty"),
             "at_most",
             MASS_TOLERANCE,
+            paired=True,
         ),
         Claim(
             "mnist_uncertainty_rises_before",
@@ -312,6 +318,7 @@ def _mnist_claims() -> list[Claim]:
             0.0,
             tolerance=0.0,
             also=(CONCLUSION_IMPROVED,),
+            paired=True,
         ),
         Claim(
             "mnist_little_overfitting",
@@ -340,6 +347,7 @@ def _mnist_claims() -> list[Claim]:
             mean_gap("belief"),
             "at_most",
             MASS_TOLERANCE,
+            paired=True,
         ),
         _constant(
             "mnist_trust_before_constant",
@@ -592,6 +600,7 @@ def _cifar_claims() -> list[Claim]:
             "at_least",
             0.0,
             also=(ABSTRACT_IMPROVED, CONCLUSION_IMPROVED, OVERALL),
+            paired=True,
         ),
         Claim(
             "cifar10_disbelief_after_below_before",
@@ -605,6 +614,7 @@ def _cifar_claims() -> list[Claim]:
             "at_most",
             0.0,
             also=(CONCLUSION_IMPROVED, OVERALL),
+            paired=True,
         ),
         Claim(
             "cifar10_uncertainty_after_below_before",
@@ -619,6 +629,7 @@ def _cifar_claims() -> list[Claim]:
             0.0,
             tolerance=0.0,
             also=(CONCLUSION_IMPROVED, OVERALL),
+            paired=True,
         ),
         Claim(
             "cifar10_trust_steadier_after",
@@ -633,6 +644,7 @@ def _cifar_claims() -> list[Claim]:
             0.0,
             min_epochs=late,
             also=(CONCLUSION_STABLE,),
+            paired=True,
         ),
         Claim(
             "cifar10_overfitting_onset",

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.measures.bootstrap import percentile_interval
+from trustcal.measures.paired import paired_interval
 from trustcal.reporting.verdict.claims import CLAIMS, Claim
 from trustcal.reporting.verdict.runs import Run, _fmt
 
@@ -37,6 +38,7 @@ VERDICT_COLUMNS = (
     "boot_hi",
     "interval_lo",
     "interval_hi",
+    "interval_method",
     "per_seed",
     "seed_verdicts",
     "tolerance",
@@ -152,6 +154,17 @@ class Estimate:
         lo, hi = percentile_interval(self.boot, level)
         return float(lo), float(hi)
 
+    def paired_interval(self, level: float) -> tuple[float, float]:
+        """The paired interval with seeds (:func:`trustcal.measures.paired.paired_interval`): for a measure
+        that compares the two calibration states on the same resamples. The test-set term is the noise
+        the seeds share, the seed term their spread; with one seed, the percentile interval of its
+        replicates."""
+        if not self.per_seed or not np.isfinite(self.mean):
+            return math.nan, math.nan
+        values = np.stack([self.per_seed[s] for s in sorted(self.per_seed)])  # seeds × (B + 1)
+        iv = paired_interval(values[:, 0], values[:, 1:], level)
+        return float(iv.lo), float(iv.hi)
+
     def interval(self, level: float) -> tuple[float, float]:
         """Bootstrap and seed uncertainty added in quadrature around the mean (module docstring)."""
         if not np.isfinite(self.mean):
@@ -221,6 +234,7 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
         boot_hi=math.nan,
         interval_lo=math.nan,
         interval_hi=math.nan,
+        interval_method="",
         per_seed="",
         seed_verdicts="",
         tolerance=claim.tolerance,
@@ -236,7 +250,9 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
     est = _estimate(claim, runs)
     row.update(measured_mean=est.mean, measured_sd=est.sd, n_seeds=est.n)
     row["boot_lo"], row["boot_hi"] = est.bootstrap_interval(level)
-    row["interval_lo"], row["interval_hi"] = est.interval(level)
+    paired = claim.paired and claim.versus is None
+    row["interval_lo"], row["interval_hi"] = est.paired_interval(level) if paired else est.interval(level)
+    row["interval_method"] = "paired" if paired else "quadrature"
     if est.per_seed:
         row["per_seed"] = "; ".join(f"seed {s}: {_fmt(v[0])}" for s, v in est.per_seed.items())
     epochs = min(_run_epochs(runs[ds]) for ds in (claim.dataset, claim.versus) if ds)

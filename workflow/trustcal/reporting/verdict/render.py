@@ -38,7 +38,10 @@ INTRO = (
 DECISION_TEXT = (
     "How to read it: *Measured* is the mean over training seeds ± their sd (n seeds). *Interval* is the {pct} "
     "interval of that mean: the percentile interval over {boot} resamples of the test set, widened by the "
-    "seeds' t·sd/√n in quadrature. A claim is **reproduced** when the whole interval lies inside the band "
+    "seeds' t·sd/√n in quadrature. A claim that compares after with before calibration has the *paired* "
+    "interval instead, marked so: the difference is taken on each resample, the test-set term is the "
+    "resampling noise the seeds share, the seed term the seeds' spread, each half-width at its own t "
+    "quantile and added in quadrature (docs/method.md §12). A claim is **reproduced** when the whole interval lies inside the band "
     "of *Reproduced when*, **not reproduced** when it lies wholly outside, **inconclusive** when it "
     "straddles an edge. Opinion masses are compared within ± {tol} (read off the paper's plots, two "
     'decimals); a "constant" curve varies by at most {tol}; the overfitting onset ± {onset} epochs; '
@@ -59,7 +62,8 @@ def _measured(r) -> str:
 def _interval(r) -> str:
     if not (np.isfinite(r.interval_lo) and np.isfinite(r.interval_hi)):
         return "–"
-    return f"[{_fmt(r.interval_lo)}, {_fmt(r.interval_hi)}]"
+    paired = " paired" if getattr(r, "interval_method", "") == "paired" else ""
+    return f"[{_fmt(r.interval_lo)}, {_fmt(r.interval_hi)}]{paired}"
 
 
 def _document(

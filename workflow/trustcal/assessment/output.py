@@ -1,0 +1,172 @@
+"""An assessment written out: the tables, figures, ``summary.txt``, ``warnings.txt`` and ``assess.json``
+(and with ``paper_claims`` the verdict on the paper's claims), into a temporary directory that replaces
+the output directory only once it is complete, so a failure leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from trustcal import __version__
+from trustcal.assessment.figures import FIGURE_FORMATS, draw_figures
+from trustcal.assessment.result import Assessment, Progress, Wording, library_words, no_progress
+from trustcal.assessment.sources import assess_files
+from trustcal.assessment.summary import file_list
+from trustcal.files import atomic_directory, write_csv
+from trustcal.predictions import ReadOptions
+from trustcal.settings import Settings
+
+MARKER = "assess.json"  # written last; marks a directory that assess may replace
+
+
+def flagged_predictions(a: Assessment) -> list[tuple[int, bool]]:
+    """(epoch, calibrated) of every file whose probabilities look like a softmax applied twice."""
+    suspect = {str(w.file) for w in a.warnings if w.code == "double_softmax"}
+    return sorted({(f.epoch, bool(f.calibrated)) for f in a.files if str(f.path) in suspect})
+
+
+def paper_runs(a: Assessment, dataset: str) -> dict:
+    """The assessment as one seed of ``dataset`` for :func:`trustcal.reporting.verdict.evaluate`."""
+    from trustcal.reporting.verdict import run_from_tables
+
+    history = a.history if a.history is not None else pd.DataFrame(columns=["epoch", "train_loss", "val_loss"])
+    return {dataset: {0: run_from_tables(a.tables["trust"], history)}}
+
+
+def write_paper_verdict(a: Assessment, dataset: str, out: Path, run: dict) -> pd.DataFrame:
+    """The paper's claims about ``dataset`` judged on these predictions: reproduction.{md,csv} in ``out``.
+    Epochs flagged as double softmax are named, and every claim is recomputed without them."""
+    from trustcal.reporting.verdict import describe_flagged, write_verdict
+
+    provenance = (
+        f"Predictions: {len(a.files)} files ({', '.join(sorted({str(f.path.parent) for f in a.files}))}); "
+        "one training run, so no sd over seeds; no test-set bootstrap."
+    )
+    flagged = flagged_predictions(a)
+    if flagged:
+        provenance += (
+            f" Predictions that went through softmax twice: {describe_flagged(flagged)} "
+            "(each claim is also computed without them)."
+        )
+    return write_verdict(
+        paper_runs(a, dataset),
+        {**run, "provenance": provenance},
+        out / "reproduction.md",
+        out / "reproduction.csv",
+        flagged={dataset: flagged},
+    )
+
+
+def write_assessment(
+    a: Assessment,
+    out: Path,
+    *,
+    title: str,
+    figures: bool = True,
+    meta: dict | None = None,
+    paper_claims: str | None = None,
+    progress: Progress = no_progress,
+    figure_formats: Sequence[str] = FIGURE_FORMATS,
+    processes: int = 1,
+    wording: Wording = library_words,
+) -> None:
+    """Tables, figures (a file per format of ``figure_formats``, drawn in up to ``processes`` processes),
+    summary.txt, warnings.txt (each message in the caller's words, ``wording``) and assess.json into ``out``
+    (a fresh directory); with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims."""
+    for name, df in a.tables.items():
+        write_csv(df, out / f"{name}.csv")
+    if paper_claims:
+        meta = meta or {}
+        run = {
+            "clusters": a.clusters,
+            "trust": meta.get("trust", {}),
+            "epochs": int(max((f.epoch for f in a.files), default=0)),
+        }
+        write_paper_verdict(a, paper_claims, out, run)
+    fig_dir = out / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    if figures:
+        a.figures = draw_figures(a, fig_dir, title, progress, figure_formats, processes)
+    (out / "summary.txt").write_text(a.summary() + "\n")
+    (out / "warnings.txt").write_text("".join(f"[{w.code}] {wording(str(w), w.options)}\n" for w in a.warnings))
+    info = dict(
+        trustcal_version=__version__,
+        files=file_list(a),
+        skipped=[str(p) for p in a.skipped],
+        history=str(a.history_file) if a.history_file else None,
+        class_names=list(a.class_names) if a.class_names else None,
+        tables=[f"{n}.csv" for n in a.tables],
+        figures=a.figures,
+        warnings=len(a.warnings),
+        **(meta or {}),
+    )
+    (out / MARKER).write_text(json.dumps(info, indent=2, default=str) + "\n")
+
+
+def default_title(sources) -> str:
+    """The figures' title: a single file's name without its extension (``model.csv.gz`` → ``model``),
+    else the name of the directory of the series (given, or holding the files or the glob)."""
+    sources = [Path(str(s)) for s in sources]
+    first = sources[0]
+    if len(sources) == 1 and first.is_file():
+        name = first.name[: -len(".gz")] if first.name.endswith(".gz") else first.name
+        return Path(name).stem or first.name
+    if first.is_dir():
+        return first.resolve().name
+    return first.parent.resolve().name or first.name
+
+
+def assess_to_dir(
+    sources,
+    out: str | Path,
+    read: ReadOptions = ReadOptions(),
+    settings: Settings = Settings(),
+    *,
+    history: str | Path | None = None,
+    title: str | None = None,
+    figures: bool = True,
+    figure_formats: Sequence[str] = FIGURE_FORMATS,
+    paper_claims: str | None = None,
+    progress: Progress = no_progress,
+    processes: int = 1,
+    wording: Wording = library_words,
+) -> Assessment:
+    """:func:`~trustcal.assessment.sources.assess_files`, then write everything to ``out``; on any error
+    ``out`` is left as it was. ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims
+    about that dataset. ``progress`` shows the reading of the files and the drawing of the figures;
+    ``processes``: how many processes may draw the figures
+    (:func:`~trustcal.assessment.figures.figure_workers`); ``wording`` puts the warnings of
+    ``warnings.txt`` in the caller's words."""
+    sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
+    with atomic_directory(out, MARKER) as tmp:
+        a = assess_files(sources, read, settings, history=history, progress=progress)
+        calibration = settings.calibration
+        meta = dict(
+            sources=sources,
+            read_options=asdict(read),
+            trust=asdict(settings.trust),
+            metrics=asdict(settings.metrics),
+            sweep=asdict(settings.sweep) if settings.sweep else None,
+            t_min=calibration.t_min,
+            t_max=calibration.t_max,
+            calibrators=None if calibration.methods is None else list(calibration.methods),
+            bootstrap=asdict(settings.bootstrap) if settings.bootstrap else None,
+        )
+        write_assessment(
+            a,
+            tmp,
+            title=title or default_title(sources),
+            figures=figures,
+            meta=meta,
+            paper_claims=paper_claims,
+            progress=progress,
+            figure_formats=figure_formats,
+            processes=processes,
+            wording=wording,
+        )
+    return a

@@ -1,0 +1,201 @@
+"""The one-screen summary of an assessment (``summary.txt``, what ``trustcal assess`` prints) and the
+JSON document for scripts (``trustcal assess --json``, :meth:`trustcal.api.AssessmentResult.to_dict`).
+
+Each function takes an :class:`~trustcal.assessment.result.Assessment` (``a``), or its tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from trustcal import __version__
+from trustcal.files import paper_states
+
+SUMMARY_MAX_EPOCHS = 30  # more epochs than this: the summary shows the first and last 15
+
+
+SUMMARY_SCORES = ("accuracy", "ece", "net_trust_score")
+SUMMARY_OPINION = ("belief", "disbelief", "uncertainty")
+
+
+def _with_intervals(df: pd.DataFrame, names: Sequence[str]) -> list[str]:
+    return [c for n in names for c in (n, f"{n}_lo", f"{n}_hi") if c in df.columns]
+
+
+def calibrator_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per epoch and calibrator (``none``: the raw model), on the test predictions: accuracy, ECE,
+    NTS and the network opinion, each with its bootstrap interval where there is one."""
+    scores = tables["scores"]
+    scores = scores[scores["split"] == "test"]
+    scores = scores[["epoch", "calibrator", *_with_intervals(scores, SUMMARY_SCORES)]]
+    trust = tables["trust"]
+    net = trust[trust["label"].astype(str) == "network"]
+    net = net[["epoch", "calibrator", *_with_intervals(net, SUMMARY_OPINION)]]
+    order = {c: i for i, c in enumerate(dict.fromkeys(scores["calibrator"]))}  # none, then as fitted
+    table = scores.merge(net, on=["epoch", "calibrator"])
+    return table.sort_values(
+        ["epoch", "calibrator"], key=lambda c: c.map(order) if c.name == "calibrator" else c
+    ).reset_index(drop=True)
+
+
+def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """:func:`calibrator_table` for the paper's two states, with a boolean ``calibrated`` column."""
+    return paper_states(calibrator_table(tables)).drop(columns="calibrator")
+
+
+def format_summary(a) -> str:
+    table = summary_table(a.tables)
+    states = sorted(table["calibrated"].unique())
+    wide = table.pivot(index="epoch", columns="calibrated")
+    same_acc = len(states) == 2 and np.allclose(wide["accuracy"][False], wide["accuracy"][True], rtol=0, atol=1e-12)
+    block = ["ECE", "NTS", "b", "d", "u"] if same_acc else ["acc", "ECE", "NTS", "b", "d", "u"]
+    widths = dict(acc=6, ECE=6, NTS=6, b=5, d=5, u=7)
+    key = dict(acc="accuracy", ECE="ece", NTS="net_trust_score", b="belief", d="disbelief", u="uncertainty")
+    fmt = dict(acc="{:.4f}", ECE="{:.4f}", NTS="{:.4f}", b="{:.3f}", d="{:.3f}", u="{:.1e}")
+    block_width = sum(widths[c] for c in block) + len(block) - 1
+    single = list(wide.index) == [0]  # one prediction set whose name holds no epoch: no epoch column
+    lead_width = (0 if single else 5) + (10 if same_acc else 0)
+
+    def cells(values: dict) -> str:
+        return " ".join(
+            fmt[c].format(values[c]).rjust(widths[c]) if pd.notna(values[c]) else "–".rjust(widths[c]) for c in block
+        )
+
+    groups = " " * lead_width + "".join(
+        "  " + (" after calibration " if s else " before calibration ").center(block_width, "-") for s in states
+    )
+    header = (
+        ("" if single else "epoch")
+        + ("  accuracy" if same_acc else "")
+        + "".join("  " + " ".join(c.rjust(widths[c]) for c in block) for _ in states)
+    )
+    epochs = list(wide.index)
+    if len(epochs) > SUMMARY_MAX_EPOCHS:
+        half = SUMMARY_MAX_EPOCHS // 2
+        epochs = epochs[:half] + [None] + epochs[-half:]
+    rows = []
+    for e in epochs:
+        if e is None:
+            rows.append(
+                f"{'…':>5}  ({len(wide) - 2 * (SUMMARY_MAX_EPOCHS // 2)} more epochs in scores.csv and trust.csv)"
+            )
+            continue
+        line = "" if single else f"{e:>5}"
+        if same_acc:
+            line += f"  {wide['accuracy'][False][e]:>8.4f}"
+        for s in states:
+            line += "  " + cells({c: wide[key[c]][s].get(e, np.nan) for c in block})
+        rows.append(line)
+    files = a.files
+    n_samples = ", ".join(map(str, a.samples))
+    head = [
+        f"trustcal assess: {len(files)} prediction file{'s' if len(files) > 1 else ''} "
+        f"({', '.join(p.name for p in [f.path for f in files][:2])}{', …' if len(files) > 2 else ''}), "
+        f"{a.classes} classes, {n_samples} test samples per file",
+    ]
+    if a.class_names:
+        head.append("classes: " + ", ".join(f"{k} {name}" for k, name in enumerate(a.class_names)))
+    if "calibration" in a.tables:  # each calibrator by name; T only for temperature scaling (others have none)
+        cal = a.tables["calibration"]
+        t = cal.loc[cal["calibrator"] == "temperature", "temperature"]
+        others = [c for c in dict.fromkeys(cal["calibrator"]) if c != "temperature"]
+        if len(t):
+            spread = f"{t.min():.3g}" if len(t) == 1 else f"{t.min():.3g} … {t.max():.3g}"
+            head.append(f"temperature scaling fitted on the validation data: T = {spread}")
+        if others:
+            head.append(f"also fitted on the validation data: {', '.join(others)}")
+    if a.history_file is not None:
+        head.append(f"training history: {a.history_file}")
+    if a.skipped:
+        head.append(f"skipped (no epoch number in the name): {', '.join(p.name for p in a.skipped)}")
+    foot = [
+        f"ECE: top-label, {a.ece_bins} bins; NTS: NetTrustScore; b, d, u: network trust opinion (belief, disbelief, uncertainty)"
+    ]
+    foot += calibrator_lines(a)
+    by_need: dict[str, list[str]] = {}
+    for name in a.figures_left_out:
+        by_need.setdefault(a.figures_need.get(name, "more input"), []).append(name)
+    foot += [f"figures not drawn (need {need}): {', '.join(names)}" for need, names in by_need.items()]
+    foot += [
+        f"{len(a.warnings)} warning{'s' if len(a.warnings) != 1 else ''}" + (" (warnings.txt)" if a.warnings else ""),
+    ]
+    if single:  # no epoch column: drop the two spaces that would separate it from the rest
+        groups, header, rows = groups[2:], header[2:], [r[2:] for r in rows]
+    return "\n".join(head + ["", groups, header, *rows, ""] + foot)
+
+
+def _interval(row: pd.Series, name: str, fmt: str) -> str:
+    value = fmt.format(row[name]) if pd.notna(row[name]) else "–"
+    lo, hi = row.get(f"{name}_lo"), row.get(f"{name}_hi")
+    if lo is None or pd.isna(lo):
+        return value
+    return f"{value} [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+
+def calibrator_lines(a) -> list[str]:
+    """The last epoch of every calibrator with the bootstrap intervals (none when there are no intervals
+    and only the paper's two states)."""
+    table = calibrator_table(a.tables)
+    if table.empty or ("ece_lo" not in table and table["calibrator"].nunique() <= 2):
+        return []
+    last = table[table["epoch"] == table["epoch"].max()]
+    epoch = int(last["epoch"].iloc[0])
+    lines = [
+        "",
+        ("test set" if epoch == 0 and table["epoch"].nunique() == 1 else f"epoch {epoch}, test set")
+        + (", [95 % bootstrap interval]" if "ece_lo" in table else "")
+        + ":",
+    ]
+    width = max(len(str(c)) for c in last["calibrator"])
+    for _, row in last.iterrows():
+        lines.append(
+            f"  {str(row['calibrator']):<{width}}  accuracy {_interval(row, 'accuracy', '{:.4f}')}  "
+            f"ECE {_interval(row, 'ece', '{:.4f}')}  NTS {_interval(row, 'net_trust_score', '{:.4f}')}  "
+            f"b {_interval(row, 'belief', '{:.3f}')}"
+        )
+    return lines
+
+
+def file_list(a) -> list[dict]:
+    return [dict(path=str(f.path), epoch=f.epoch, calibrated=f.calibrated) for f in a.files]
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return json.loads(df.to_json(orient="records", double_precision=15))  # NaN → null, numpy → Python numbers
+
+
+def _temperature_records(calibration: pd.DataFrame | None) -> list[dict]:
+    """epoch and T of each temperature-scaling fit (the other calibrators have no temperature)."""
+    if calibration is None:
+        return []
+    return _records(calibration.loc[calibration["calibrator"] == "temperature", ["epoch", "temperature"]])
+
+
+def summary_dict(a, wording: Callable[[str, Sequence[str]], str] | None = None) -> dict:
+    """The summary for scripts (``trustcal assess --json``): per epoch and state on the test predictions,
+    accuracy, ECE, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty), each with
+    its bootstrap interval (``*_lo``, ``*_hi``); the same per calibrator (``calibrators``); the files,
+    the temperatures fitted, the figures and every warning (its message put in the caller's words by
+    ``wording``, :data:`~trustcal.assessment.result.Wording`). Undefined numbers are null."""
+    wording = wording or (lambda message, options: message)
+    return dict(
+        trustcal_version=__version__,
+        files=file_list(a),
+        skipped=[str(p) for p in a.skipped],
+        classes=a.classes,
+        class_names=list(a.class_names) if a.class_names else None,
+        test_samples=a.samples,
+        clusters=a.clusters,
+        ece_bins=a.ece_bins,
+        history=str(a.history_file) if a.history_file else None,
+        epochs=_records(summary_table(a.tables)),
+        calibrators=_records(calibrator_table(a.tables)),
+        temperatures=_temperature_records(a.tables.get("calibration")),
+        figures=a.figures,
+        figures_left_out=a.figures_left_out,
+        warnings=[dict(code=w.code, file=w.file, message=wording(w.message, w.options)) for w in a.warnings],
+    )

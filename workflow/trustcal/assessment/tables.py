@@ -1,0 +1,98 @@
+"""The tables of an assessment: predictions already read and checked, with the calibrators fitted,
+turned into the workflow's own tables (:func:`~trustcal.reporting.tables.trust_tables`,
+:func:`~trustcal.reporting.tables.score_tables`), every prediction file treated as the test split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from trustcal.assessment.fit import predictions_of
+from trustcal.assessment.result import Assessment, Progress, no_progress
+from trustcal.predictions import InputWarning, Loaded
+from trustcal.reporting.tables import Predictions, score_tables, trust_sweep_table, trust_tables
+from trustcal.settings import Settings
+
+
+def with_class_names(tables: dict[str, pd.DataFrame], names: Sequence[str] | None) -> dict[str, pd.DataFrame]:
+    """Every table with a per-class ``label`` column (class indices 0 … K−1, and ``network``) gets a
+    ``class_name`` column beside it: the name of class ``label`` (``network`` stays ``network``)."""
+    if not names:
+        return tables
+    out = {}
+    for key, df in tables.items():
+        if "label" in df.columns and "class_name" not in df.columns:
+            df = df.copy()
+            df.insert(
+                int(df.columns.get_loc("label")) + 1,
+                "class_name",
+                [names[int(float(v))] if str(v).replace(".", "", 1).isdigit() else str(v) for v in df["label"]],
+            )
+        out[key] = df
+    return out
+
+
+def assess_loaded(
+    loaded: Sequence[Loaded],
+    settings: Settings = Settings(),
+    *,
+    skipped: Sequence[Path] = (),
+    warnings: list[InputWarning] | None = None,
+    history: pd.DataFrame | None = None,
+    history_file: Path | None = None,
+    progress: Progress = no_progress,
+) -> Assessment:
+    """Assess predictions already read and checked (:func:`~trustcal.predictions.load`, or arrays by :mod:`trustcal.api`):
+    the workflow's tables, with the calibrators of ``settings.calibration`` fitted where validation predictions
+    are given. ``progress`` follows the fitting of the calibrators (per file) and the computing of the tables
+    (per epoch)."""
+    warnings = [] if warnings is None else warnings
+    fitting = settings.calibration.names and any(x.val_probs is not None and not x.file.calibrated for x in loaded)
+    preds, calibration = predictions_of(
+        progress(loaded, "calibrating", "file") if fitting else loaded, warnings.append, settings.calibration
+    )
+    tables = assessment_tables(preds, settings, progress)
+    if calibration is not None:
+        tables["calibration"] = calibration
+    names = loaded[0].names
+    tables = with_class_names(tables, names)
+    return Assessment(
+        [item.file for item in loaded],
+        list(skipped),
+        tables,
+        warnings,
+        loaded[0].classes,
+        sorted({len(x.labels) for x in loaded}),
+        history,
+        history_file,
+        settings.trust.clusters,
+        settings.metrics.ece_bins[0],
+        class_names=names,
+    )
+
+
+def assessment_tables(
+    preds: Sequence[Predictions], settings: Settings = Settings(), progress: Progress = no_progress
+) -> dict[str, pd.DataFrame]:
+    """:func:`~trustcal.reporting.tables.trust_tables` and :func:`~trustcal.reporting.tables.score_tables`
+    of ``preds``, computed one epoch at a time so that ``progress`` can follow a long series; the same
+    tables, rows in the same order (``preds`` come epoch by epoch), as one call on every epoch.
+    ``trust_sweep`` picks its epochs from the whole series, so it is computed on all of them at once."""
+    trust, sweep, bootstrap = settings.trust, settings.sweep, settings.bootstrap
+    by_epoch: dict[int, list[Predictions]] = {}
+    for p in preds:
+        by_epoch.setdefault(p.epoch, []).append(p)
+    parts, trust_names = [], []
+    for group in progress(list(by_epoch.values()), "assessing", "epoch"):
+        part = trust_tables(group, trust, None, bootstrap)
+        trust_names = list(part)
+        parts.append({**part, **score_tables(group, settings.metrics, bootstrap)})
+    tables = {}
+    for name in parts[0]:
+        tables[name] = pd.concat([part[name] for part in parts], ignore_index=True)
+        if name == trust_names[-1] and sweep is not None:  # where trust_tables puts it: after its other tables
+            tables["trust_sweep"] = trust_sweep_table(preds, trust, sweep)
+    return tables
