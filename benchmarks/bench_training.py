@@ -20,10 +20,17 @@ Variants
               a per-epoch permutation), no DataLoader
   engine      trustcal's training engine (trustcal.training.loop.train_epoch), one seed
   engine5     the engine with five seeds trained together
-  engine-malloc, engine5-malloc
-              the same with glibc's default malloc settings, i.e. without
-              trustcal.training.engine.keep_freed_memory_in_process (not run by default;
-              name them with --variants to measure what that setting gives)
+  engine-<measure>, engine5-<measure>
+              the engine with one of its speed measures undone (not run by default;
+              name them with --variants to measure what the measure gives):
+                malloc       glibc's default malloc settings, i.e. without
+                             trustcal.training.engine.keep_freed_memory_in_process
+                torch-adam   torch.optim.Adam(fused=True) over the flat parameter tensor
+                             instead of its kernel called directly (fused_adam_step)
+                autograd     (MLP) the same products and hand-written gradients, wrapped
+                             in torch.autograd.Functions run by loss.backward()
+                nchw         (CNN) the NCHW memory format instead of channels-last
+                relu-first   (CNN) ReLU before max-pooling, in the network's own order
 """
 
 from __future__ import annotations
@@ -90,6 +97,67 @@ def time_steps(step, steps: int, warmup: int) -> float:
     for _ in range(steps):
         step()
     return (time.perf_counter() - t) / steps
+
+
+def undo(trainer, measure: str) -> None:
+    """Undo one of the engine's speed measures in ``trainer`` (see the module docstring)."""
+    import torch
+
+    from trustcal.training import engine
+
+    model, optimizer = trainer.model, trainer.optimizer
+    if measure == "torch-adam":
+        optimizer._public = torch.optim.Adam(
+            [optimizer.param], lr=optimizer.lr, betas=optimizer.betas, eps=optimizer.eps, fused=True
+        )
+        optimizer._public.state[optimizer.param] = dict(
+            step=optimizer.steps, exp_avg=optimizer.exp_avg, exp_avg_sq=optimizer.exp_avg_sq
+        )
+    elif measure == "autograd" and isinstance(model, engine.StackedMLP):
+        model.loss_and_gradients = lambda x, y: autograd_mlp_step(model, x, y)
+    elif measure == "nchw" and isinstance(model, engine.StackedCNN):
+        model.MEMORY_FORMAT = torch.contiguous_format
+    elif measure == "relu-first" and isinstance(model, engine.StackedCNN):
+        layers = model.layers  # StackedCNN put each ReLU after the max-pooling that followed it: back again
+        for i in range(len(layers) - 1):
+            if isinstance(layers[i], torch.nn.MaxPool2d) and isinstance(layers[i + 1], torch.nn.ReLU):
+                layers[i], layers[i + 1] = layers[i + 1], layers[i]
+    elif measure != "malloc":
+        raise SystemExit(f"--variants: engine-{measure} does not apply to {type(model).__name__}")
+
+
+def autograd_mlp_step(model, x, y):
+    """StackedMLP.loss_and_gradients with its products and gradients run by ``loss.sum().backward()``."""
+    import torch
+
+    class Products(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, flat, x):
+            ctx.x, ctx.h = x, model.hidden(x)
+            return model.output(ctx.h)
+
+        @staticmethod
+        def backward(ctx, grad_logits):
+            model.backward(ctx.x, ctx.h, grad_logits)  # into model.grad, handed to autograd as flat's gradient
+            model.params.flat.grad = None
+            return model.grad, None
+
+    class CrossEntropy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, y):
+            ctx.log_probs, ctx.y = torch.log_softmax(logits, dim=2), y
+            return -ctx.log_probs.gather(2, y.unsqueeze(2)).squeeze(2).mean(1)
+
+        @staticmethod
+        def backward(ctx, grad_loss):
+            g = ctx.log_probs.exp()
+            g.scatter_add_(2, ctx.y.unsqueeze(2), torch.full_like(g[:, :, :1], -1.0)).div_(g.shape[1])
+            return g.mul_(grad_loss[:, None, None]), None
+
+    logits = Products.apply(model.params.flat, x.flatten(2))
+    loss = CrossEntropy.apply(logits, y)
+    loss.sum().backward()
+    return loss.detach(), logits.detach()
 
 
 def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
@@ -170,6 +238,8 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
             torch.manual_seed(s)
             states.append(build_model(model).state_dict())
         trainer = StackedTrainer(model, states, torch.device("cpu"), 1e-3, (0.9, 0.999), 1e-7)
+        if "-" in variant:
+            undo(trainer, variant.split("-", 1)[1])
         shuffles = [torch.Generator().manual_seed(s) for s in range(seeds)]
         with flushed_denormals():
             train_epoch(trainer, x, y, shuffles, BATCH, max_steps=10)  # warm-up
@@ -257,10 +327,10 @@ def main(argv=None) -> None:
         if {"engine", "engine5"} <= set(t.index):
             print(f"{model}: 5 seeds together / 1 seed time per step = {t['engine5'] / t['engine']:.2f}")
         for v in ("engine", "engine5"):
-            if {v, f"{v}-malloc"} <= set(t.index):
+            for undone in sorted(u for u in t.index if u.startswith(f"{v}-")):
                 print(
-                    f"{model}: {v} with freed memory kept / with glibc's defaults = "
-                    f"{t[v] / t[f'{v}-malloc']:.3f} ({t[f'{v}-malloc'] / t[v]:.2f}× faster)"
+                    f"{model}: {v} / {undone} (the measure undone) time per step = "
+                    f"{t[v] / t[undone]:.3f} ({t[undone] / t[v]:.2f}× faster with it)"
                 )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out, index=False)

@@ -67,9 +67,10 @@ import torch.nn.functional as F
 from torch import nn
 from training_utils import EPS32, LAMBDA, splits, train  # LAMBDA: (1.) ≈ 7.8, 2·exp(-λ²/2)·1e7 checked values = 1e-6
 
-from trustcal.training.engine import StackedTrainer
+import trustcal.training.engine as engine
+from trustcal.training.engine import FlatAdam, StackedParameters, StackedTrainer
 from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, train_seeds
-from trustcal.training.models import build_model
+from trustcal.training.models import ARCHITECTURES, build_model
 
 EPS_TF32 = 2.0**-10  # TF32 keeps 10 of float32's 23 mantissa bits
 LR, BETAS, ADAM_EPS = 1e-3, (0.9, 0.999), 1e-7  # the project's Adam: Keras' defaults
@@ -105,8 +106,10 @@ def adam_tolerance(t, grad_errors, sqrt_vhat, lr=LR, betas=BETAS, eps=ADAM_EPS):
 class Float64Reference:
     """The textbook loop (nn.Module + torch.optim.Adam) in float64, with the budgets of float32 runs of its steps."""
 
-    def __init__(self, dataset, state, lr=LR, betas=BETAS, eps=ADAM_EPS, tf32_conv=False, tf32_matmul=False):
-        self.model = build_model(dataset).double()
+    def __init__(
+        self, dataset, state, lr=LR, betas=BETAS, eps=ADAM_EPS, tf32_conv=False, tf32_matmul=False, model=None
+    ):
+        self.model = (build_model(dataset) if model is None else model).double()
         self.model.load_state_dict({k: v.double() for k, v in state.items()})
         self.lr, self.betas, self.eps = lr, betas, eps
         self.opt = torch.optim.Adam(self.model.parameters(), lr=lr, betas=betas, eps=eps)
@@ -261,6 +264,8 @@ def check_steps(what, losses, state, want_losses, want_state, case, scale=1):
 
 @pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
 def test_engine_steps_equal_the_reference_steps(dataset):
+    """StackedTrainer.step on one seed equals the plain loop (reference_steps: model(x), F.cross_entropy,
+    loss.backward(), torch.optim.Adam's step) over five steps, within the float32 budgets."""
     case = five_steps(dataset)
     want, want_losses = reference_steps(dataset, case.init, case.batches)
     trainer = StackedTrainer(dataset, [case.init], torch.device("cpu"), LR, BETAS, ADAM_EPS)
@@ -270,6 +275,118 @@ def test_engine_steps_equal_the_reference_steps(dataset):
     check_steps("reference vs float64", want_losses, want, case.losses, case.exact.params, case)
     check_steps("engine vs float64", losses, got, case.losses, case.exact.params, case)
     check_steps("engine vs reference", losses, got, want_losses, want, case, scale=2)
+
+
+SMALL_NETWORKS = {
+    # StackedMLP's form with other sizes, and a network StackedCNN has not met: padding, stride, no final ReLU
+    "mlp": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(48, 7), nn.ReLU(), nn.Linear(7, 5)), (3, 4, 4)),
+    "cnn": (
+        lambda: nn.Sequential(
+            nn.Conv2d(2, 4, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(4, 3, 3, stride=2),
+            nn.Flatten(),
+            nn.Linear(3, 6),
+            nn.ReLU(),
+            nn.Linear(6, 5),
+        ),
+        (2, 8, 8),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", SMALL_NETWORKS)
+def test_stacked_forms_follow_the_network_they_are_given(kind):
+    """The stacked form runs the layers of the network it is given, found from its modules: for two seeds,
+    the logits, losses and gradients of one step equal the nn.Module's (float64, autograd) within the
+    float32 budgets (2., 3.)."""
+    make, shape = SMALL_NETWORKS[kind]
+    states = []
+    for s in range(2):
+        torch.manual_seed(s)
+        states.append(make().state_dict())
+    template = make()
+    stacked_form = {"mlp": engine.StackedMLP, "cnn": engine.StackedCNN}[kind]
+    model = stacked_form(template, StackedParameters(template, states, torch.device("cpu")))
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.rand(2, 16, *shape, generator=gen), torch.randint(0, 5, (2, 16), generator=gen)
+    loss, logits = model.loss_and_gradients(x, y)
+    grads = model.params.views(model.params.flat.grad)
+    for s in range(2):
+        exact = Float64Reference(None, states[s], model=make())
+        want_logits, logits_budget = exact.logits(x[s])
+        want_loss, loss_budget, want_grads = exact.loss(x[s], y[s])
+        assert_within(logits[s], want_logits, logits_budget, f"{kind} seed {s}: logits")
+        assert_within(loss[s], want_loss, loss_budget, f"{kind} seed {s}: loss")
+        for name, eta in exact.eta_gradients(exact.classes).items():
+            g = want_grads[name]
+            assert_within(grads[name][s], g, eta * g.abs().max(), f"{kind} seed {s}: gradient of {name}")
+
+
+def test_every_architecture_has_a_stacked_form():
+    for dataset, network in ARCHITECTURES.items():
+        model = engine.stacked_model(dataset, [build_model(dataset).state_dict()], torch.device("cpu"))
+        assert type(model) is engine.STACKED[network]
+
+
+def test_stacked_forms_refuse_a_network_they_cannot_run(monkeypatch):
+    template = nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    params = StackedParameters(template, [template.state_dict()], torch.device("cpu"))
+    with pytest.raises(ValueError, match="StackedMLP has no stacked form of Tanh"):
+        engine.StackedMLP(template, params)
+    with pytest.raises(ValueError, match="StackedCNN has no stacked form of Tanh"):
+        engine.StackedCNN(template, params)
+
+    class Other(nn.Sequential):
+        def __init__(self):
+            super().__init__(nn.Flatten(), nn.Linear(4, 2))
+
+    monkeypatch.setitem(ARCHITECTURES, "other", Other)
+    with pytest.raises(ValueError, match="Other: no stacked form in trustcal.training.engine.STACKED"):
+        engine.stacked_model("other", [Other().state_dict()], torch.device("cpu"))
+
+
+def adam_runs(optimizer_of, steps=5, n=1000):
+    """(parameters, exp_avg, exp_avg_sq) after each of ``steps`` updates with the same random gradients."""
+    gen = torch.Generator().manual_seed(0)
+    param = torch.randn(n, generator=gen).requires_grad_(True)
+    grads = [torch.randn(n, generator=gen) * 10.0 ** torch.randint(-6, 1, (n,), generator=gen) for _ in range(steps)]
+    opt = optimizer_of(param)
+    trace = []
+    for g in grads:
+        opt.zero_grad()
+        param.grad = g.clone()
+        opt.step()
+        state = opt.state_dict() if isinstance(opt, FlatAdam) else opt.state[param]
+        trace.append([param.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()])
+    return trace
+
+
+@pytest.mark.skipif(not engine.has_fused_adam(), reason="this PyTorch has no fused Adam kernel")
+def test_flat_adam_is_torch_adam_fused_bit_for_bit():
+    """FlatAdam calls the kernel of torch.optim.Adam(fused=True) directly: the same numbers, bit for bit."""
+    flat = adam_runs(lambda p: FlatAdam(p, LR, BETAS, ADAM_EPS))
+    public = adam_runs(lambda p: torch.optim.Adam([p], lr=LR, betas=BETAS, eps=ADAM_EPS, fused=True))
+    for t, (a, b) in enumerate(zip(flat, public), 1):
+        assert all(torch.equal(u, v) for u, v in zip(a, b)), f"step {t}"
+
+
+def test_flat_adam_without_the_private_kernel_is_torch_adam(monkeypatch):
+    """Where PyTorch lacks torch._fused_adam_, FlatAdam steps a torch.optim.Adam over the same tensor and state:
+    its default implementation's numbers bit for bit, and the fused kernel's within Adam's float32
+    rounding (4.: lr·ρ_t·(12 + 2t)·ε a step, plus ε·|θ| for θ - lr·u, the gradients being the same)."""
+    fused = adam_runs(lambda p: FlatAdam(p, LR, BETAS, ADAM_EPS)) if engine.has_fused_adam() else None
+    monkeypatch.setattr(engine, "has_fused_adam", lambda: False)
+    fallback = adam_runs(lambda p: FlatAdam(p, LR, BETAS, ADAM_EPS))
+    public = adam_runs(lambda p: torch.optim.Adam([p], lr=LR, betas=BETAS, eps=ADAM_EPS, foreach=False))
+    for t, (a, b) in enumerate(zip(fallback, public), 1):
+        assert all(torch.equal(u, v) for u, v in zip(a, b)), f"step {t}"
+    if fused is not None:
+        budget = torch.zeros(())
+        for t, (a, b) in enumerate(zip(fallback, fused), 1):
+            budget = budget + LR * adam_update_bound(t) * (12 + 2 * t) * EPS32 + EPS32 * a[0].abs()
+            assert_within(a[0], b[0], budget, f"step {t}: fallback vs fused kernel")
 
 
 def wrong_steps(dataset, init, batches, mistake):
@@ -382,7 +499,7 @@ def test_logits_files_equal_the_nn_module_forward(tmp_path, dataset):
 FAULTS_SCRIPT = """
 import resource, sys, torch
 from trustcal.training.engine import StackedTrainer, keep_freed_memory_in_process
-from trustcal.training.models import build_model
+from trustcal.training.models import ARCHITECTURES, build_model
 if sys.argv[1] == "keep":
     assert keep_freed_memory_in_process()
 torch.set_num_threads(2)

@@ -246,6 +246,55 @@ def test_a_damaged_middle_checkpoint_is_rebuilt_by_the_advice(tmp_path, damage):
     compute_logits(middle, "mnist", data)
 
 
+# The networks as the training code before the stacked models (commit 58e9225) built them: nn.Sequential layers
+# by position, so a checkpoint's state_dict keys are "1.weight", "1.bias", … and Adam's moments are vectors in
+# that order. Checkpoints that code wrote must keep loading and resuming.
+EARLIER_NETWORKS = {
+    "mnist": lambda: torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    ),
+    "cifar10": lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 3),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(64, 64, 3),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(1024, 64),
+        torch.nn.ReLU(),
+        torch.nn.Linear(64, 10),
+    ),
+}
+
+
+@pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
+def test_checkpoints_of_the_earlier_code_load_and_resume(tmp_path, dataset):
+    """A checkpoint in the earlier code's format (its network's state_dict, saved by torch.save) is resumed
+    from bit for bit, and its logits are those of the earlier network."""
+    data = splits(dataset, n_train=64)
+    train(TrainConfig(dataset, seed=0, epochs=2), data, tmp_path / "straight")
+    state = load_checkpoint(checkpoint_path(tmp_path / "straight", 1))
+    earlier = EARLIER_NETWORKS[dataset]()
+    assert list(state["model"]) == list(earlier.state_dict())  # the same keys, in the same order
+    earlier.load_state_dict(state["model"])  # strict: and the same shapes
+    state["model"] = earlier.state_dict()
+    n_params = count_parameters(earlier)
+    assert state["optimizer"]["exp_avg"].shape == state["optimizer"]["exp_avg_sq"].shape == (n_params,)
+    (tmp_path / "earlier").mkdir()
+    torch.save(state, checkpoint_path(tmp_path / "earlier", 1))
+    logits = compute_logits(checkpoint_path(tmp_path / "earlier", 1), dataset, data)
+    with torch.no_grad():
+        want = earlier(torch.from_numpy(data["x_test"]).float() / 255).numpy()
+    np.testing.assert_allclose(logits["test_logits"], want, rtol=0, atol=forward_error_bound(dataset, want))
+    h = train(TrainConfig(dataset, seed=0, epochs=2), data, tmp_path / "earlier")
+    assert list(h["epoch"]) == [1, 2]
+    earlier_2, straight_2 = (checkpoint_path(tmp_path / d, 2).read_bytes() for d in ("earlier", "straight"))
+    assert earlier_2 == straight_2
+
+
 def test_checkpoints_written_before_digests_still_load_with_one_warning(tmp_path, caplog):
     """A checkpoint without a digest (torch.save to a path, as before) is used, with one warning per directory."""
     data = splits("mnist", n_train=64)

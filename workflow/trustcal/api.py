@@ -72,8 +72,9 @@ class AssessmentResult:
     """What :func:`assess` returns: the workflow's tidy tables, a summary and the figures.
 
     ``tables`` holds every table of ``trustcal assess`` by its CSV name (``trust``,
-    ``dynamic_trust``, ``trust_sweep``, ``scores``, ``trust_spectrum``,
-    ``reliability``, ``trust_density`` and, with validation data, ``calibration``);
+    ``dynamic_trust``, ``trust_sweep``, ``selective``, ``scores``, ``trust_spectrum``,
+    ``reliability``, ``trust_density``, ``smooth_reliability`` and, with validation data,
+    ``calibration``);
     the most used are also attributes. Rows are per ``epoch`` (0), ``calibrator``
     (``none`` for the predictions as given, and each calibrator fitted on validation data)
     and, for the scores, ``split`` (``test``: the arrays given; ``val``: the validation

@@ -1,22 +1,39 @@
-"""Fast training step for S seeds at once (S = 1 for a single run).
+"""The training step for S seeds at once (S = 1 for a single run), and what makes it fast.
 
-The parameters of all seeds live in one flat buffer: parameter by parameter,
-a block of shape (S, *shape in the nn.Module) — so seed s of any parameter is
-``block[s]`` and a seed's ``state_dict`` is a set of slices. On it:
+A step is the textbook one, for every seed at once; schematically::
 
-* the MLP's forward and backward are written out by hand as batched matrix
-  products (autograd's per-op overhead is most of a step at this size);
-* the CNN runs through autograd with grouped convolutions (group s = seed s)
-  and batched matrix products for the dense layers;
-* Adam (Keras defaults) is PyTorch's fused kernel over the flat buffer.
+    optimizer.zero_grad()
+    logits = model(x)                    # (S, B, classes): seed s sees only its x[s] and its parameters
+    loss = F.cross_entropy(logits, y)    # the mean over the batch, one per seed
+    loss.backward()                      # the gradients of all seeds in one flat tensor, flat.grad
+    optimizer.step()                     # Adam (Keras defaults) on the flat tensor
 
-Every seed sees only its own data and parameters, so S seeds trained together
-equal each seed trained alone, to float tolerance. Denormal floats are flushed
-to zero: Adam's decaying moments of always-zero inputs (MNIST's border pixels)
-otherwise become denormals that make the CPU ~20× slower on those passes.
-A training process also keeps freed memory in malloc's heap
-(:func:`keep_freed_memory_in_process`) instead of taking fresh pages from
-the kernel for every large buffer of every step.
+(:meth:`StackedTrainer.step`; tests/test_engine.py checks it against exactly that loop
+with an ``nn.Module`` and ``torch.optim.Adam``.) Seeds share no parameter, so S seeds
+trained together equal each seed trained alone, to float tolerance. Which stacked
+model runs a network is decided by its class in :mod:`.models` (:data:`STACKED`); the
+parameters are found from the network's own modules and names.
+
+The speed measures, each in one place, with the reason and what it gained on a
+2-core VM with PyTorch 2.14 on the CPU (``benchmarks/bench_training.py --variants
+engine engine-<measure>`` runs the engine with one measure undone; README "Training
+speed"). None of them changes a number, except that flushing denormals rounds
+values below 1.2e-38 to zero:
+
+- one flat parameter tensor (:class:`StackedParameters`): S seeds run as one set of
+  batched products and grouped convolutions, and Adam is one kernel call; five seeds
+  together cost 3.3× (MLP) and 4.5× (CNN) one seed's step;
+- Adam's fused kernel called directly (:func:`fused_adam_step`): an MLP step
+  1.2–1.3× faster than through ``torch.optim.Adam(fused=True)``;
+- the MLP's backward written out (:class:`StackedMLP`): an MLP step 1.4–1.8× faster
+  than with the same products run by autograd;
+- channels-last memory format (:class:`StackedCNN`): a CNN step ~1.5× faster;
+- ReLU after max-pooling (:func:`relu_after_max_pooling`): exact, less work, no
+  difference measurable here;
+- denormals flushed to zero (:func:`flush_denormals_in_this_process`): Adam's pass
+  up to ~30× faster once its moments decay;
+- freed memory kept in malloc's heap (:func:`keep_freed_memory_in_process`): a CNN
+  step 1.12–1.15× faster.
 """
 
 from __future__ import annotations
@@ -30,35 +47,58 @@ from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from trustcal.training.models import build_model
+from trustcal.training.models import CIFARCNN, MNISTMLP, build_model
+
+# --- process settings -------------------------------------------------------------------------
 
 
 def flush_denormals_in_this_process() -> None:
-    """Flush denormals to zero for the rest of the process, in every thread.
+    """Flush denormal floats to zero for the rest of the process, in every thread.
 
-    The CPU's mode is per thread and PyTorch does not pass it to its OpenMP
-    workers, but new threads inherit it: call this before the first parallel
-    operation (at the top of a training process), so the workers are created
-    with it. Otherwise Adam's moments, once they underflow, run ~30× slower
-    on the worker threads.
+    Why: Adam's moments of parameters whose gradient is always zero (the
+    weights of MNIST's blank border pixels) decay geometrically into denormal
+    floats, on which the CPU is ~20–30× slower: the fused Adam pass ran ~30×
+    slower on PyTorch's worker threads before this. The CPU's mode is per
+    thread and PyTorch does not pass it to its OpenMP workers, but new threads
+    inherit it: call this before the first parallel operation (at the top of a
+    training process), so the workers are created with it. Flushing changes
+    numbers only where a value would be below 1.2e-38.
     """
     torch.set_flush_denormal(True)
+
+
+@contextlib.contextmanager
+def flushed_denormals() -> Iterator[None]:
+    """Flush denormal floats to zero inside the block (this thread), and restore the mode after it.
+
+    The same setting as :func:`flush_denormals_in_this_process`, for a training
+    loop called in a process that did not set it first (its worker threads
+    then keep the CPU's default).
+    """
+    was_flushing = torch.tensor(1e-40).mul(1.0).item() == 0.0
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(was_flushing)
 
 
 def keep_freed_memory_in_process() -> bool:
     """Make glibc's malloc reuse freed memory instead of returning it to the kernel; True if it took effect.
 
-    PyTorch's CPU tensors come from malloc. By default glibc serves large
+    Why: PyTorch's CPU tensors come from malloc. By default glibc serves large
     blocks (above a threshold that adapts between 128 KiB and 32 MiB) with a
     fresh ``mmap`` and unmaps them when freed, so the activations and
     gradients of every step (3.7 MB for the CNN's first layer at batch 32,
     S times that for S seeds) arrive as new pages that the kernel must fault
-    in and zero. Fixing the mmap threshold at its maximum and not trimming
-    the heap keeps those blocks for the next step: a CIFAR-10 step 1.1–1.2×
-    faster here (``benchmarks/bench_training.py``). The memory stays with the
-    process until it exits, as it would with a caching allocator. A no-op
-    elsewhere than glibc.
+    in and zero, ~1,000–2,000 page faults a CNN step. Fixing the mmap
+    threshold at its maximum and not trimming the heap keeps those blocks for
+    the next step: a CNN step 1.15× faster with one seed and 1.12× with five,
+    an MLP step 1.02× (``bench_training.py --variants engine engine-malloc``).
+    The memory stays with the process until it exits, as it would with a
+    caching allocator. A no-op elsewhere than glibc.
     """
     if not sys.platform.startswith("linux"):
         return False
@@ -70,40 +110,55 @@ def keep_freed_memory_in_process() -> bool:
     return bool(mallopt(m_mmap_threshold, 32 * 1024 * 1024)) and bool(mallopt(m_trim_threshold, 1 << 30))
 
 
-@contextlib.contextmanager
-def flushed_denormals() -> Iterator[None]:
-    """Flush denormal floats to zero inside the block (this thread), and restore the mode after it."""
-    was_flushing = torch.tensor(1e-40).mul(1.0).item() == 0.0
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(was_flushing)
+# --- parameters ---------------------------------------------------------------------------------
 
 
 class StackedParameters:
-    """Parameters of S copies of one architecture in one flat buffer."""
+    """The parameters of S copies of one network in one flat tensor, ``flat``, and its gradient in ``flat.grad``.
 
-    def __init__(self, template: torch.nn.Module, states: Sequence[dict], device: torch.device):
+    Parameter by parameter (in the network's ``named_parameters`` order), a
+    block of shape (S, *shape in the network): seed s of a parameter is
+    ``block[s]``, and a seed's ``state_dict`` is a set of slices, under the
+    network's own names. Why one tensor: the S seeds become batched matrix
+    products and grouped convolutions instead of S networks, and Adam is one
+    kernel call over one contiguous tensor, whatever the number of seeds and
+    parameters.
+
+    Args:
+        template: The network (an ``nn.Module``): its parameters' names and shapes, its modules' names.
+        states: One ``state_dict`` of the network per seed.
+        device: Where the flat tensor lives.
+    """
+
+    def __init__(self, template: nn.Module, states: Sequence[dict], device: torch.device):
         self.names = [n for n, _ in template.named_parameters()]
         self.shapes = [tuple(p.shape) for _, p in template.named_parameters()]
+        self.module_names = {module: name for name, module in template.named_modules()}
         self.seeds = len(states)
         self.sizes = [self.seeds * math.prod(s) for s in self.shapes]
         blocks = [torch.stack([st[n].detach().float() for st in states]).reshape(-1) for n in self.names]
-        self.flat = torch.cat(blocks).to(device)
+        self.flat = torch.cat(blocks).to(device).requires_grad_(True)
 
     def views(self, flat: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Name → view (S, *shape) into ``flat`` (default: the parameters, tracked by autograd)."""
         flat = self.flat if flat is None else flat
         return {
             n: block.view(self.seeds, *shape)
             for n, shape, block in zip(self.names, self.shapes, flat.split(self.sizes))
         }
 
+    def of(self, views: dict[str, torch.Tensor], layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+        """(weight, bias) of ``layer``, a module of the template, among ``views``."""
+        name = self.module_names[layer]
+        return views[f"{name}.weight"], views[f"{name}.bias"]
+
     def seed_state(self, s: int, flat: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Seed ``s``'s tensors with the nn.Module's names and shapes (CPU copies)."""
+        flat = self.flat.detach() if flat is None else flat
         return {n: v[s].detach().cpu().clone() for n, v in self.views(flat).items()}
 
     def seed_vector(self, s: int, flat: torch.Tensor) -> torch.Tensor:
+        """Seed ``s``'s part of a flat tensor (e.g. an Adam moment), parameter after parameter (a CPU copy)."""
         return torch.cat([v[s].reshape(-1) for v in self.views(flat).values()]).cpu().clone()
 
     def stack_vectors(self, vectors: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -113,152 +168,321 @@ class StackedParameters:
         return torch.cat(blocks)
 
 
-class FlatAdam:
-    """Adam (Keras defaults) on the one flat parameter tensor.
+# --- Adam ---------------------------------------------------------------------------------------
 
-    It calls the kernel behind ``torch.optim.Adam(fused=True)`` directly: one
-    pass over the flat buffer, without the optimiser wrapper's per-step Python
-    work (≈140 µs, more than the kernel itself at the MLP's size).
+
+def fused_adam_step(param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps) -> None:
+    """Adam's update of ``param`` in place: PyTorch's fused kernel, called directly.
+
+    Why directly: ``torch.optim.Adam(fused=True)`` over the same one flat
+    tensor calls this kernel too, with the same numbers bit for bit, but its
+    Python wrapper (state lookup, grouping of tensors by device and dtype,
+    hooks) costs ~0.13 ms a step: an MLP step 1.32× slower on one thread,
+    1.17–1.25× on two (``--variants engine engine-torch-adam``; a CNN step,
+    ~8 ms, within noise). ``torch._fused_adam_`` is private:
+    :class:`FlatAdam` checks that it exists (:func:`has_fused_adam`) and
+    otherwise steps a ``torch.optim.Adam``. ``step`` is a float32 scalar tensor,
+    already counting this update.
+    """
+    torch._fused_adam_(
+        [param],
+        [grad],
+        [exp_avg],
+        [exp_avg_sq],
+        [],
+        [step],
+        amsgrad=False,
+        lr=lr,
+        beta1=betas[0],
+        beta2=betas[1],
+        weight_decay=0.0,
+        eps=eps,
+        maximize=False,
+    )
+
+
+def has_fused_adam() -> bool:
+    """Whether this PyTorch has the private kernel :func:`fused_adam_step` calls."""
+    return callable(getattr(torch, "_fused_adam_", None))
+
+
+class FlatAdam:
+    """Adam on one flat parameter tensor (Keras' defaults: ε = 1e-7), as ``torch.optim.Adam``.
+
+    The interface of ``torch.optim.Optimizer`` that training uses: :meth:`step`
+    (reads ``param.grad``), :meth:`zero_grad`, :meth:`state_dict` and
+    :meth:`load_state_dict`. The update is :func:`fused_adam_step`; where
+    PyTorch lacks that kernel, a ``torch.optim.Adam`` over the same tensor and
+    state (the same update, to float rounding).
     """
 
-    def __init__(self, params: torch.Tensor, lr=1e-3, betas=(0.9, 0.999), eps=1e-7):
-        self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
-        self.exp_avg = torch.zeros_like(params)
-        self.exp_avg_sq = torch.zeros_like(params)
-        self.steps = torch.zeros((), dtype=torch.float32, device=params.device)
+    def __init__(self, param: torch.Tensor, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-7):
+        self.param, self.lr, self.betas, self.eps = param, lr, betas, eps
+        self.exp_avg = torch.zeros_like(param, requires_grad=False)
+        self.exp_avg_sq = torch.zeros_like(param, requires_grad=False)
+        self.steps = torch.zeros((), dtype=torch.float32, device=param.device)
+        self._public = None
+        if not has_fused_adam():
+            self._public = torch.optim.Adam([param], lr=lr, betas=betas, eps=eps)
+            self._public.state[param] = dict(step=self.steps, exp_avg=self.exp_avg, exp_avg_sq=self.exp_avg_sq)
 
     @property
     def step_count(self) -> int:
         return int(self.steps.item())
 
-    def load_state(self, step: int, exp_avg: torch.Tensor, exp_avg_sq: torch.Tensor) -> None:
-        self.steps.fill_(float(step))
-        self.exp_avg.copy_(exp_avg)
-        self.exp_avg_sq.copy_(exp_avg_sq)
+    def zero_grad(self) -> None:
+        """Forget the gradient (``param.grad = None``, as ``torch.optim`` does by default)."""
+        self.param.grad = None
 
     @torch.no_grad()
-    def step(self, grad: torch.Tensor) -> None:
+    def step(self) -> None:
+        """One update of the parameter with its gradient ``param.grad``."""
+        if self._public is not None:
+            self._public.step()
+            return
         self.steps += 1
-        torch._fused_adam_(
-            [self.params],
-            [grad],
-            [self.exp_avg],
-            [self.exp_avg_sq],
-            [],
-            [self.steps],
-            amsgrad=False,
-            lr=self.lr,
-            beta1=self.betas[0],
-            beta2=self.betas[1],
-            weight_decay=0.0,
-            eps=self.eps,
-            maximize=False,
+        fused_adam_step(
+            self.param, self.param.grad, self.exp_avg, self.exp_avg_sq, self.steps, self.lr, self.betas, self.eps
         )
 
+    def state_dict(self) -> dict:
+        """``step`` (int) and the moments ``exp_avg``, ``exp_avg_sq`` (flat, like the parameter)."""
+        return dict(step=self.step_count, exp_avg=self.exp_avg, exp_avg_sq=self.exp_avg_sq)
 
-def mlp_logits(p: dict[str, torch.Tensor], x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(hidden, logits) of the stacked MLP for x of shape (S, B, 784)."""
-    h = torch.baddbmm(p["1.bias"].unsqueeze(1), x, p["1.weight"].transpose(1, 2)).relu_()
-    return h, torch.baddbmm(p["3.bias"].unsqueeze(1), h, p["3.weight"].transpose(1, 2))
-
-
-def mlp_step(p: dict[str, torch.Tensor], g: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor):
-    """Mean cross-entropy per seed and its gradient, written into ``g`` (hand-derived backward)."""
-    x = x.flatten(2)
-    h, z = mlp_logits(p, x)
-    logp = torch.log_softmax(z, dim=2)
-    loss = -logp.gather(2, y.unsqueeze(2)).squeeze(2).mean(1)
-    dz = logp.exp_()
-    dz.scatter_add_(2, y.unsqueeze(2), torch.full_like(z[:, :, :1], -1.0)).div_(x.shape[1])
-    torch.bmm(dz.transpose(1, 2), h, out=g["3.weight"])
-    torch.sum(dz, dim=1, out=g["3.bias"])
-    dh = torch.bmm(dz, p["3.weight"]).mul_(h > 0)
-    torch.bmm(dh.transpose(1, 2), x, out=g["1.weight"])
-    torch.sum(dh, dim=1, out=g["1.bias"])
-    return loss, z
+    def load_state_dict(self, state: dict) -> None:
+        self.steps.fill_(float(state["step"]))
+        self.exp_avg.copy_(state["exp_avg"])
+        self.exp_avg_sq.copy_(state["exp_avg_sq"])
 
 
-def cnn_logits(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """Logits (S, B, 10) of the stacked CNN for x of shape (S, B, 3, 32, 32).
+# --- stacked networks ---------------------------------------------------------------------------
 
-    Channels-last layout (oneDNN's fast path for convolutions and pooling) and
-    ReLU after max-pooling (the same function, on a quarter of the values)
-    make a step ~1.5× faster on the CPU than the textbook NCHW order.
+
+def _layers(template: nn.Module, kinds: tuple[type, ...], what: str) -> list[nn.Module]:
+    layers = list(template.children())
+    unknown = sorted({type(m).__name__ for m in layers if not isinstance(m, kinds)})
+    if unknown:
+        raise ValueError(
+            f"{type(template).__name__}: {what} has no stacked form of {', '.join(unknown)}; "
+            f"it knows {', '.join(k.__name__ for k in kinds)}"
+        )
+    return layers
+
+
+class StackedMLP:
+    """S copies of ``Flatten → Linear → ReLU → Linear``, with their backward written out.
+
+    ``model(x)`` gives the logits (S, B, classes) of x (S, B, …);
+    :meth:`loss_and_gradients` is a training step's forward, loss and backward.
+    Every product is a batched matrix product over the seeds (``baddbmm``, ``bmm``).
+
+    Why the backward is written out: at this size (a 0.31 ms step on two
+    threads) the cost of a step is the number of operations, not their
+    arithmetic. The same products and gradients in two
+    ``torch.autograd.Function`` classes, so that ``loss.sum().backward()`` ran
+    them, gave the same numbers bit for bit and made a step 1.4–1.6× slower on
+    two threads and 1.55–1.8× on one (``--variants engine engine-autograd``):
+    autograd's graph, its engine and the Python functions it calls back cost
+    more than the products. The gradients go straight into ``flat.grad``.
     """
-    s, b = x.shape[:2]
-    h = x.transpose(0, 1).reshape(b, s * 3, 32, 32).contiguous(memory_format=torch.channels_last)
-    for i, name in enumerate(("0", "3", "6")):
-        w = p[f"{name}.weight"]
-        w = w.reshape(-1, *w.shape[2:]).contiguous(memory_format=torch.channels_last)
-        h = F.conv2d(h, w, p[f"{name}.bias"].reshape(-1), groups=s)
-        h = (F.max_pool2d(h, 2) if i < 2 else h).relu_()
-    h = h.contiguous().reshape(b, s, -1).transpose(0, 1)  # (S, B, 1024) in nn.Flatten's (C, H, W) order
-    h = torch.baddbmm(p["9.bias"].unsqueeze(1), h, p["9.weight"].transpose(1, 2)).relu_()
-    return torch.baddbmm(p["11.bias"].unsqueeze(1), h, p["11.weight"].transpose(1, 2))
+
+    def __init__(self, template: nn.Module, params: StackedParameters):
+        layers = _layers(template, (nn.Flatten, nn.Linear, nn.ReLU), "StackedMLP")
+        if [type(m) for m in layers] != [nn.Flatten, nn.Linear, nn.ReLU, nn.Linear]:
+            raise ValueError(
+                f"{type(template).__name__}: StackedMLP runs Flatten → Linear → ReLU → Linear, "
+                f"not {' → '.join(type(m).__name__ for m in layers)}"
+            )
+        self.params = params
+        p = params.views(params.flat.detach())  # written by hand: no autograd graph
+        self.w1, self.b1 = params.of(p, layers[1])
+        self.w2, self.b2 = params.of(p, layers[3])
+        self.grad = torch.zeros_like(params.flat, requires_grad=False)
+        self.g = params.views(self.grad)
+        self.g_w1, self.g_b1 = params.of(self.g, layers[1])
+        self.g_w2, self.g_b2 = params.of(self.g, layers[3])
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """ReLU(x W1ᵀ + b1) for flattened x (S, B, inputs)."""
+        return torch.baddbmm(self.b1.unsqueeze(1), x, self.w1.transpose(1, 2)).relu_()
+
+    def output(self, h: torch.Tensor) -> torch.Tensor:
+        """The logits h W2ᵀ + b2."""
+        return torch.baddbmm(self.b2.unsqueeze(1), h, self.w2.transpose(1, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (S, B, classes) of x (S, B, …)."""
+        return self.output(self.hidden(x.flatten(2)))
+
+    __call__ = forward
+
+    def loss_and_gradients(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean cross-entropy per seed (S,) and the logits; the loss's gradient into ``flat.grad``."""
+        x = x.flatten(2)
+        h = self.hidden(x)
+        logits = self.output(h)
+        log_probs = torch.log_softmax(logits, dim=2)
+        loss = -log_probs.gather(2, y.unsqueeze(2)).squeeze(2).mean(1)
+        # d loss / d logits = (softmax - one-hot) / B
+        grad_logits = log_probs.exp_()
+        grad_logits.scatter_add_(2, y.unsqueeze(2), torch.full_like(logits[:, :, :1], -1.0)).div_(x.shape[1])
+        self.backward(x, h, grad_logits)
+        return loss, logits
+
+    def backward(self, x: torch.Tensor, h: torch.Tensor, grad_logits: torch.Tensor) -> None:
+        """The parameters' gradients, into ``flat.grad``, from the logits' gradient (chain rule by hand)."""
+        torch.bmm(grad_logits.transpose(1, 2), h, out=self.g_w2)
+        torch.sum(grad_logits, dim=1, out=self.g_b2)
+        grad_h = torch.bmm(grad_logits, self.w2).mul_(h > 0)
+        torch.bmm(grad_h.transpose(1, 2), x, out=self.g_w1)
+        torch.sum(grad_h, dim=1, out=self.g_b1)
+        self.params.flat.grad = self.grad
+
+
+def relu_after_max_pooling(layers: list[nn.Module]) -> list[nn.Module]:
+    """``layers`` with every ReLU that comes just before a max-pooling moved after it.
+
+    Why: both are monotone, so the two orders give the same values and the same
+    gradients, bit for bit, and the ReLU then runs on a quarter of the values.
+    The gain is within noise here (0.98–1.02× a CNN step, ``--variants engine
+    engine-relu-first``).
+    """
+    layers = list(layers)
+    for i in range(len(layers) - 1):
+        if isinstance(layers[i], nn.ReLU) and isinstance(layers[i + 1], nn.MaxPool2d):
+            layers[i], layers[i + 1] = layers[i + 1], layers[i]
+    return layers
+
+
+class StackedCNN:
+    """S copies of a convolutional network (Conv2d, ReLU, MaxPool2d, Flatten, Linear), through autograd.
+
+    Seed s's channels are group s of grouped convolutions; the dense layers
+    are batched matrix products. ``model(x)`` gives the logits (S, B, classes)
+    of x (S, B, C, H, W); :meth:`loss_and_gradients` runs ``F.cross_entropy``
+    and ``loss.backward()``, whose gradients autograd gathers into ``flat.grad``.
+
+    Why channels-last (:attr:`MEMORY_FORMAT`): it is oneDNN's fast path for
+    convolutions and pooling; a CIFAR-10 step is 1.47× faster with one seed
+    and 1.2–1.3× with five (one thread) than in the network's own NCHW
+    format (``--variants engine engine-nchw``; other kernels, so other
+    roundings).
+    """
+
+    MEMORY_FORMAT = torch.channels_last
+
+    def __init__(self, template: nn.Module, params: StackedParameters):
+        layers = _layers(template, (nn.Conv2d, nn.ReLU, nn.MaxPool2d, nn.Flatten, nn.Linear), "StackedCNN")
+        self.layers, self.params = relu_after_max_pooling(layers), params
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (S, B, classes) of x (S, B, C, H, W)."""
+        params, fmt = self.params, self.MEMORY_FORMAT
+        p = params.views()
+        s, b = x.shape[:2]
+        h = x.transpose(0, 1).reshape(b, s * x.shape[2], *x.shape[3:]).contiguous(memory_format=fmt)
+        for layer in self.layers:
+            if isinstance(layer, nn.Conv2d):  # (B, S·C, H, W): group s is seed s
+                w, bias = params.of(p, layer)
+                w = w.reshape(-1, *w.shape[2:]).contiguous(memory_format=fmt)
+                h = F.conv2d(h, w, bias.reshape(-1), layer.stride, layer.padding, layer.dilation, groups=s)
+            elif isinstance(layer, nn.MaxPool2d):
+                h = F.max_pool2d(h, layer.kernel_size, layer.stride, layer.padding, layer.dilation)
+            elif isinstance(layer, nn.ReLU):
+                h = h.relu_()
+            elif isinstance(layer, nn.Flatten):  # (S, B, C·H·W) in nn.Flatten's (C, H, W) order
+                h = h.contiguous().reshape(b, s, -1).transpose(0, 1)
+            else:
+                w, bias = params.of(p, layer)
+                h = torch.baddbmm(bias.unsqueeze(1), h, w.transpose(1, 2))
+        return h
+
+    __call__ = forward
+
+    def loss_and_gradients(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean cross-entropy per seed (S,) and the logits; the loss's gradient into ``flat.grad``."""
+        logits = self.forward(x)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
+        loss.sum().backward()  # seeds share no parameter: each gets its own loss's gradient
+        return loss.detach(), logits.detach()
+
+
+STACKED: dict[type[nn.Module], type] = {MNISTMLP: StackedMLP, CIFARCNN: StackedCNN}
+"""The stacked form of each network class of :data:`trustcal.training.models.ARCHITECTURES`."""
+
+
+def stacked_model(dataset: str, states: Sequence[dict], device: torch.device) -> StackedMLP | StackedCNN:
+    """The stacked form of ``dataset``'s network with one seed per ``state_dict`` in ``states``."""
+    template = build_model(dataset)
+    try:
+        stacked = STACKED[type(template)]
+    except KeyError:
+        raise ValueError(f"{type(template).__name__}: no stacked form in trustcal.training.engine.STACKED") from None
+    return stacked(template, StackedParameters(template, states, device))
 
 
 @torch.no_grad()
-def stacked_logits(dataset: str, params: StackedParameters, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
-    """Logits (S, N, 10) of uint8 images x (N, …), scaled by 1/255 as in training, for every seed.
+def stacked_logits(model: StackedMLP | StackedCNN, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
+    """Logits (S, N, classes) of uint8 images x (N, …), scaled by 1/255 as in training, for every seed.
 
     Batches of 256 keep the CNN's activations in cache: ~1.7× the throughput of 1000.
     """
-    p = params.views(params.flat.detach())
+    seeds, device = model.params.seeds, model.params.flat.device
     out = []
     for i in range(0, len(x), batch_size):
-        xb = x[i : i + batch_size].to(params.flat.device).float().div_(255)
-        xb = xb.unsqueeze(0).expand(params.seeds, *xb.shape)
-        out.append(mlp_logits(p, xb.flatten(2))[1] if dataset == "mnist" else cnn_logits(p, xb))
+        xb = x[i : i + batch_size].to(device).float().div_(255)
+        out.append(model(xb.unsqueeze(0).expand(seeds, *xb.shape)))
     return torch.cat(out, dim=1)
 
 
+# --- training -----------------------------------------------------------------------------------
+
+
 class StackedTrainer:
-    """One optimisation step and evaluation for S seeds of one architecture."""
+    """A training step and evaluation for S seeds of ``dataset``'s network.
+
+    Args:
+        dataset: Key of :data:`trustcal.training.models.ARCHITECTURES`.
+        states: Each seed's ``state_dict`` to start from.
+        device: Where to train.
+        lr, betas, eps: Adam's settings.
+    """
 
     def __init__(self, dataset: str, states: Sequence[dict], device: torch.device, lr, betas, eps):
-        self.dataset = dataset
-        self.params = StackedParameters(build_model(dataset), states, device)
+        self.model = stacked_model(dataset, states, device)
+        self.params = self.model.params
         self.optimizer = FlatAdam(self.params.flat, lr, betas, eps)
-        if dataset == "mnist":  # the hand-written backward writes into views of one gradient buffer
-            self.grad = torch.zeros_like(self.params.flat)
-            self.p, self.g = self.params.views(), self.params.views(self.grad)
-        else:  # autograd accumulates into the flat leaf's .grad through its views
-            self.params.flat.requires_grad_(True)
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One Adam step on x (S, B, …) float in [0, 1]; returns (loss per seed, logits)."""
-        if self.dataset == "mnist":
-            loss, z = mlp_step(self.p, self.g, x, y)
-            self.optimizer.step(self.grad)
-            return loss, z
-        flat = self.params.flat
-        z = cnn_logits(self.params.views(flat), x)
-        loss = F.cross_entropy(z.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
-        flat.grad = None
-        loss.sum().backward()
-        self.optimizer.step(flat.grad)
-        return loss.detach(), z.detach()
+        """One Adam step on x (S, B, …) float in [0, 1], labels y (S, B); returns (loss per seed, logits)."""
+        self.optimizer.zero_grad()
+        loss, logits = self.model.loss_and_gradients(x, y)  # forward, loss, backward
+        self.optimizer.step()
+        return loss, logits
 
     def logits(self, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
-        """Logits (S, N, 10) of the same uint8 images x (N, …) under every seed's parameters."""
-        return stacked_logits(self.dataset, self.params, x, batch_size)
+        """Logits (S, N, classes) of the same uint8 images x (N, …) under every seed's parameters."""
+        return stacked_logits(self.model, x, batch_size)
 
     def seed_checkpoint(self, s: int) -> tuple[dict, dict]:
-        """(model state_dict, optimiser state) of seed ``s``."""
-        flat = self.params.flat.detach()
+        """(model state_dict, optimiser state) of seed ``s``: the network's names, Adam's step and moments."""
+        opt = self.optimizer.state_dict()
         opt = dict(
-            step=self.optimizer.step_count,
-            exp_avg=self.params.seed_vector(s, self.optimizer.exp_avg),
-            exp_avg_sq=self.params.seed_vector(s, self.optimizer.exp_avg_sq),
+            step=opt["step"],
+            exp_avg=self.params.seed_vector(s, opt["exp_avg"]),
+            exp_avg_sq=self.params.seed_vector(s, opt["exp_avg_sq"]),
         )
-        return self.params.seed_state(s, flat), opt
+        return self.params.seed_state(s), opt
 
     def load_optimizer(self, states: Sequence[dict]) -> None:
+        """Adam's state from each seed's checkpoint (all at the same step)."""
         steps = {st["step"] for st in states}
         if len(steps) != 1:
             raise ValueError(f"seeds trained together must be at the same step (got {sorted(steps)})")
-        self.optimizer.load_state(
-            steps.pop(),
-            self.params.stack_vectors([st["exp_avg"] for st in states]),
-            self.params.stack_vectors([st["exp_avg_sq"] for st in states]),
+        self.optimizer.load_state_dict(
+            dict(
+                step=steps.pop(),
+                exp_avg=self.params.stack_vectors([st["exp_avg"] for st in states]),
+                exp_avg_sq=self.params.stack_vectors([st["exp_avg_sq"] for st in states]),
+            )
         )

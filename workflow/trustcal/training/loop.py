@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from trustcal.errors import TrustcalError
 from trustcal.files import DigestMismatch, atomic_path, seal_zip, verify_zip, write_csv
-from trustcal.training.engine import StackedParameters, StackedTrainer, flushed_denormals, stacked_logits
+from trustcal.training.engine import StackedTrainer, flushed_denormals, stacked_logits, stacked_model
 from trustcal.training.history import HISTORY_COLUMNS
 from trustcal.training.models import build_model
 
@@ -378,7 +378,7 @@ def compute_logits(ckpt_path: str | Path, dataset: str, data: dict[str, np.ndarr
     """
     state = load_checkpoint(ckpt_path)
     try:
-        params = StackedParameters(build_model(dataset), [state["model"]], torch.device("cpu"))
+        model = stacked_model(dataset, [state["model"]], torch.device("cpu"))
     except (KeyError, RuntimeError, TypeError) as exc:
         raise TrustcalError(
             f"{ckpt_path}: not a {dataset} checkpoint of this workflow ({type(exc).__name__}: {exc}); "
@@ -386,10 +386,10 @@ def compute_logits(ckpt_path: str | Path, dataset: str, data: dict[str, np.ndarr
         ) from None
     val_logits = state.get("val_logits")  # trained on these data: the fingerprint holds their digest
     if val_logits is None or len(val_logits) != len(data["x_val"]):
-        val_logits = stacked_logits(dataset, params, torch.from_numpy(data["x_val"]))[0]
+        val_logits = stacked_logits(model, torch.from_numpy(data["x_val"]))[0]
     return dict(
         val_logits=val_logits.numpy(),
         val_labels=data["y_val"].astype(np.int64),
-        test_logits=stacked_logits(dataset, params, torch.from_numpy(data["x_test"]))[0].numpy(),
+        test_logits=stacked_logits(model, torch.from_numpy(data["x_test"]))[0].numpy(),
         test_labels=data["y_test"].astype(np.int64),
     )

@@ -39,6 +39,7 @@ class CIFARCNN(nn.Sequential):
         )
 
 
+# dataset → network; trustcal.training.engine.STACKED gives each network class its stacked multi-seed form
 ARCHITECTURES = {"mnist": MNISTMLP, "cifar10": CIFARCNN}
 
 
