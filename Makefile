@@ -5,13 +5,16 @@ VENV   ?= .venv
 CORES  ?= all
 BIN    := $(VENV)/bin
 
-.PHONY: reproduce test lint format docs benchmark clean-venv
+.PHONY: reproduce test test-unit lint format docs benchmark clean-venv
 
 reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs)
 	$(BIN)/snakemake --cores $(CORES)
 
 test: $(VENV)/.installed-test  ## the test suite
 	$(BIN)/python -m pytest
+
+test-unit: $(VENV)/.installed-test  ## the unit tier: tests/unit/ without the slow tests, on every core (docs/testing.md)
+	$(BIN)/python -m pytest tests/unit -m "not slow" -n auto
 
 lint: $(VENV)/.installed-test  ## style checks, as CI runs them (ruff, snakefmt; versions: pyproject's lint extra)
 	$(BIN)/ruff check .

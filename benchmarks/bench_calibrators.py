@@ -9,8 +9,8 @@ Inputs (validation splits, what the calibrators are fitted on):
 - ``network-probs``: the same model as a probability file gives it: log max(p, PROB_FLOOR) of
   its float32 probabilities (many entries at the floor, as trustcal assess fits them);
 - ``votes``: 6,000 × 10 vote fractions of a 5-tree forest (most entries exactly 0, fitted on
-  log max(p, PROB_FLOOR)), the random-forest case of tests/test_calibrators.py;
-- ``digits-<model>``: the conformance corpus of tests/corpus.py (scikit-learn models on digits,
+  log max(p, PROB_FLOOR)), the random-forest case of tests/unit/calibration/test_methods.py;
+- ``digits-<model>``: the conformance corpus of tests/helpers/corpus.py (scikit-learn models on digits,
   449 × 10 validation rows): the random forest and naive Bayes as probabilities, logistic
   regression, the MLP and naive Bayes as logits (scores). These are where vector, matrix and
   Dirichlet scaling stopped at their 1,000-iteration limit before issue 23.

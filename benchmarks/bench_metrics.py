@@ -8,10 +8,12 @@ tables, the trust opinions and their intervals), plus the validation split
 where a table needs it (its row of scores.csv; the cluster opinions of
 dynamic_trust.csv and selective.csv are learned on it). That includes the
 measures of docs/method.md §13, also timed apart: the smooth ECE of every
-resample (each with its own bandwidth search), the smooth reliability diagram
-with its band, the calibration/refinement split (five temperature fits), the
-selective-prediction table (four scores, paired intervals) and Kuiper's test. The trust sweep (6 epochs of a run, not
-every one) is left out. The states are the raw model and temperature scaling
+resample (each with its own bandwidth search, on grids spread for all
+resamples in one blocked product), the smooth reliability diagram with its
+band, the calibration/refinement split (five cross-fitted temperature fits by
+Newton's method), the selective-prediction table (four scores, paired
+intervals; the three opinion scores share one product of the counts) and
+Kuiper's test. The trust sweep (6 epochs of a run, not every one) is left out. The states are the raw model and temperature scaling
 (T = 1.7); random logits stand in for a model's (the cost does not depend on
 their values much).
 
@@ -22,7 +24,9 @@ it is what to compare between machines, not the milliseconds.
 
 CPU time of this process (``time.process_time``) with one BLAS thread: the
 cost on one core, whatever else the machine runs; the median over
-``--repeats`` rounds. The pieces (the same functions timed apart) say where it goes.
+``--repeats`` rounds. The output has, in one run: the total per (epoch, state),
+each piece (the same functions timed apart, which overlap a little: the pieces
+sum to about the total), the floor, and the ratio of each to the floor.
 
     python benchmarks/bench_metrics.py [--n 10000] [--val 6000] [--k 10] [--repeats 7] [--out CSV]
 """

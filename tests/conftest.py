@@ -1,6 +1,5 @@
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -12,10 +11,25 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("TRUSTCAL_SHARED", REPO.parent / "shared"))
-MNIST_TEST_FILES = SHARED / "datasets" / "mnist-test"
-AUTHOR_PREDICTIONS = SHARED / "reference" / "author-predictions"
+
+@pytest.fixture(scope="session")
+def shared():
+    """The shared folder's files: ``shared("datasets/mnist")`` is its path, or skips the test naming it.
+
+    The folder (``../shared`` beside the repository, or ``$TRUSTCAL_SHARED``) holds the real datasets,
+    the author's predictions and the paper's text; it is not part of the repository (tests/helpers/shared.py).
+    """
+    from helpers.shared import shared_path
+
+    return shared_path
+
+
+@pytest.fixture(scope="session")
+def author_predictions(shared):
+    """The author's published prediction files (``MNIST_PRED/``, ``CIFAR_PRED/``); skips where absent."""
+    from helpers.shared import AUTHOR_PREDICTIONS
+
+    return shared(AUTHOR_PREDICTIONS)
 
 
 @pytest.fixture
@@ -36,7 +50,7 @@ def finished(tmp_path_factory):
     Shared read-only by every test that asks for it: a test that changes the run
     (reruns, new config, new files) works on `copy_of` instead.
     """
-    from workflow_utils import make_workdir, snakemake
+    from helpers.workflow import make_workdir, snakemake
 
     workdir = make_workdir(tmp_path_factory.mktemp("run") / "work")
     snakemake(workdir)
@@ -53,9 +67,9 @@ def copy_of(finished, tmp_path):
 
 @pytest.fixture(scope="session")
 def corpus_members():
-    """The conformance corpus (tests/corpus.py): 20 scikit-learn classifier × dataset members, trained once
+    """The conformance corpus (tests/helpers/corpus.py): 20 scikit-learn classifier × dataset members, trained once
     per session (the files of each format are written under each test's own tmp_path)."""
     pytest.importorskip("sklearn")
-    import corpus
+    from helpers import corpus
 
     return corpus.build()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start a real single-node SLURM on this machine for tests/test_cluster.py.
+# Start a real single-node SLURM on this machine for tests/workflow/test_cluster.py.
 #
 #   sudo tests/cluster/start_slurm.sh     # installs and starts; prints the env to export
 #   sudo tests/cluster/stop_slurm.sh      # stops exactly the daemons started here

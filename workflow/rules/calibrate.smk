@@ -3,9 +3,12 @@
 # fits that method only. calibration.csv gathers every calibrator's rows.
 
 
+include: "calibrate_helpers.smk"
+
+
 rule calibrate:
     input:
-        logits=logit_files,
+        logits=rules.logits.output,
     output:
         states="results/{dataset}/seed{seed}/calibration/{calibrator}.npz",
         table="results/{dataset}/seed{seed}/calibration/{calibrator}.csv",
@@ -30,7 +33,7 @@ rule calibrate:
 
 rule calibration_table:
     input:
-        tables=lambda w: calibrator_files(w, "csv"),
+        tables=calibrator_files("table"),
     output:
         table="results/{dataset}/seed{seed}/calibration.csv",
     log:

@@ -1,7 +1,12 @@
 # Someone else's predictions (config `external:`), assessed like our own runs:
 # the same trust and score tables and figures, under results/external/{name}/,
-# by the code of `trustcal assess` (trustcal.assessment). One job per prediction set;
-# its files are listed in common.smk (EXTERNAL_FILES).
+# by the code of `trustcal assess` (trustcal.assessment). One job per prediction set.
+# The files of each set are listed when the workflow is parsed (EXTERNAL_FILES), so a
+# bad path stops the run before any job starts and a new or changed prediction file
+# reruns its set.
+
+
+include: "external_helpers.smk"
 
 
 rule external:

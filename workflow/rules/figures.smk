@@ -3,8 +3,7 @@
 # Every figure is declared once, in trustcal/reporting/figures/registry.py
 # (FIGURES): the rule that draws it, the tables it reads, its report section and
 # caption, the config values it uses. The inputs, outputs and params below come
-# from there (helpers figure_inputs(), figure_outputs(), figure_params() in
-# common.smk).
+# from there (figures_helpers.smk).
 #
 # Two jobs per dataset, split by what they read, so that a trust parameter
 # (clusters, trust: …) redraws only the trust figures: `figures` reads
@@ -12,6 +11,9 @@
 # tables. Each job draws several figures (one Python start-up each).
 # Every PNG is flagged for `snakemake --report`, with a caption in
 # workflow/report/<figure>.rst; the PDF beside it is for papers.
+
+
+include: "figures_helpers.smk"
 
 
 rule figures:

@@ -12,9 +12,10 @@ report: "../report/workflow.rst"
 
 rule verdict:
     input:
-        trust=all_seed_files("trust.csv"),
-        history=all_seed_files("history.csv"),
-        bootstrap=all_seed_files("trust_bootstrap.npz"),
+        trust=all_seed_files(rules.trust.output.trust),
+        history=all_seed_files(HISTORY),
+        bootstrap=all_seed_files(rules.trust_bootstrap.output.replicates),
+        claims=config["claims"],  # a user's claims files (docs/claims.md)
     output:
         markdown="results/reproduction.md",
         html=report(
@@ -28,6 +29,11 @@ rule verdict:
             caption="../report/verdict.rst",
             category="0 Reproduction verdict",
             labels={"file": "reproduction.csv"},
+        ),
+        claims=expand(
+            "results/claims/{name}.{ext}",
+            name=[Path(f).stem for f in config["claims"]],
+            ext=["md", "csv", "html"],
         ),
     log:
         "results/logs/verdict/verdict.log",

@@ -11,6 +11,9 @@
 # (one stacked model) and writes every seed's own files.
 
 
+include: "train_helpers.smk"
+
+
 rule train:
     input:
         splits=rules.prepare.output.splits,
@@ -41,7 +44,7 @@ rule train:
 rule logits:
     input:
         splits=rules.prepare.output.splits,
-        history="results/{dataset}/seed{seed}/history.csv",
+        history=HISTORY,
     output:
         logit_files(),
     log:

@@ -6,8 +6,8 @@
 
 rule trust:
     input:
-        logits=logit_files,
-        calibrators=calibrator_files,
+        logits=rules.logits.output,
+        calibrators=calibrator_files("states"),
     output:
         trust="results/{dataset}/seed{seed}/trust.csv",
         dynamic_trust="results/{dataset}/seed{seed}/dynamic_trust.csv",
@@ -34,8 +34,8 @@ rule trust:
 
 rule scores:
     input:
-        logits=logit_files,
-        calibrators=calibrator_files,
+        logits=rules.logits.output,
+        calibrators=calibrator_files("states"),
     output:
         scores="results/{dataset}/seed{seed}/scores.csv",
         trust_spectrum="results/{dataset}/seed{seed}/trust_spectrum.csv",
@@ -65,8 +65,8 @@ rule scores:
 
 rule trust_bootstrap:
     input:
-        logits=logit_files,
-        temperature="results/{dataset}/seed{seed}/calibration/temperature.npz",
+        logits=rules.logits.output,
+        temperature=calibrator_file("states", "temperature"),
     output:
         replicates="results/{dataset}/seed{seed}/trust_bootstrap.npz",
     log:

@@ -4,7 +4,7 @@ from _common import run
 def main(sm):
     from trustcal.reporting.figures import render_figures
 
-    render_figures(  # the params are the config values the figures read (figure_params in common.smk)
+    render_figures(  # the params are the config values the figures read (figure_params in figures_helpers.smk)
         sm.wildcards.dataset,
         dict(sm.input.items()),
         dict(sm.output.items()),

@@ -2,8 +2,12 @@ from _common import run
 
 
 def main(sm):
+    from pathlib import Path
+
     from trustcal.reporting.verdict import verdict_stage
 
+    claims = list(getattr(sm.input, "claims", []))  # the config's `claims:` files
+    claims_out = list(getattr(sm.output, "claims", []))
     verdict_stage(
         sm.input.trust,
         sm.input.history,
@@ -12,6 +16,8 @@ def main(sm):
         dict(sm.params.settings),
         out_html=sm.output.html,
         bootstrap_paths=sm.input.bootstrap,
+        claims_paths=claims,
+        claims_dir=Path(claims_out[0]).parent if claims_out else None,
     )
 
 

@@ -15,7 +15,7 @@ torch (``training`` but its ``history`` module, ``data``: the ``train`` extra) o
 the workflow's packages (``config``: the ``workflow`` extra) import them themselves.
 
 The package, by stage; a module imports only from its own stage or the stages
-above it in this list (tests/test_layout.py checks it; docs/layout.md draws it)::
+above it in this list (tests/unit/test_layout.py checks it; docs/layout.md draws it)::
 
     errors, files, config       the user-facing error, atomic files, the results paths
     numerics                    PROB_FLOOR, the probability floor of every fit and NLL

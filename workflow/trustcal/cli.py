@@ -492,6 +492,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also judge the paper's claims about DATASET (mnist or cifar10) on these predictions: "
         "reproduction.md and .csv",
     )
+    g.add_argument(
+        "--claims",
+        metavar="FILE",
+        help="also judge the claims of FILE (YAML, docs/claims.md) on these predictions: verdict.md and .csv",
+    )
     g.add_argument("--debug", action="store_true", help="show a traceback on unexpected failures")
     return parser
 
@@ -587,6 +592,7 @@ def run_assess(args) -> int:
         figures=not args.no_figures,
         figure_formats=args.figure_formats,
         paper_claims=args.paper_claims,
+        claims=args.claims,
         progress=show,
         processes=available_cores(),  # figures drawn in parallel: a fresh process of our own, safe to fork
         wording=cli_words,
@@ -597,6 +603,8 @@ def run_assess(args) -> int:
     written = [f"{n}.csv" for n in result.tables] + ["summary.txt", "warnings.txt", "assess.json"]
     if args.paper_claims:
         written += ["reproduction.md", "reproduction.csv"]
+    if args.claims:
+        written += ["verdict.md", "verdict.csv"]
     if args.json:
         document = summary_dict(result, wording=cli_words)
         print(json.dumps({**document, "out": str(args.out), "written": written}, indent=2))

@@ -62,6 +62,46 @@ def write_paper_verdict(a: Assessment, dataset: str, out: Path, run: dict) -> pd
     )
 
 
+CLAIMS_VERDICT = ("verdict.md", "verdict.csv")  # a claims file's verdict (``claims``), beside the tables
+
+
+def write_claims_verdict(a: Assessment, claims_file, out: Path, run: dict) -> pd.DataFrame:
+    """The claims of ``claims_file`` (docs/claims.md) judged on these predictions: verdict.{md,csv} in ``out``.
+
+    The series is one run of every dataset the claims name (their ``dataset`` is for the workflow); a
+    claim comparing two datasets (``versus``) is not comparable here. Epochs flagged as double softmax are
+    named, and every claim is recomputed without them."""
+    from dataclasses import replace
+
+    from trustcal.reporting.verdict import describe_flagged, load_claims, run_from_tables, write_verdict
+
+    claims = [
+        replace(c, not_comparable=c.not_comparable or f"compares with {c.versus}; trustcal assess judges one series")
+        if c.versus
+        else c
+        for c in load_claims(claims_file)
+    ]
+    history = a.history if a.history is not None else pd.DataFrame(columns=["epoch", "train_loss", "val_loss"])
+    series = {0: run_from_tables(a.tables["trust"], history)}
+    runs = {ds: series for ds in {c.dataset for c in claims}}
+    provenance = f"Predictions: {len(a.files)} files; one training run, so no sd over seeds; no test-set bootstrap."
+    flagged = flagged_predictions(a)
+    if flagged:
+        provenance += (
+            f" Predictions that went through softmax twice: {describe_flagged(flagged)} "
+            "(each claim is also computed without them)."
+        )
+    return write_verdict(
+        runs,
+        {**run, "provenance": provenance},
+        out / CLAIMS_VERDICT[0],
+        out / CLAIMS_VERDICT[1],
+        flagged={ds: flagged for ds in runs},
+        claims_file=claims_file,
+        claims=claims,
+    )
+
+
 def write_assessment(
     a: Assessment,
     out: Path,
@@ -74,20 +114,23 @@ def write_assessment(
     figure_formats: Sequence[str] = FIGURE_FORMATS,
     processes: int = 1,
     wording: Wording = library_words,
+    claims: str | Path | None = None,
 ) -> None:
     """Tables, figures (a file per format of ``figure_formats``, drawn in up to ``processes`` processes),
     summary.txt, warnings.txt (each message in the caller's words, ``wording``) and assess.json into ``out``
-    (a fresh directory); with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims."""
+    (a fresh directory); with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims,
+    with ``claims`` (a claims file) the verdict on its claims (:func:`write_claims_verdict`)."""
     for name, df in a.tables.items():
         write_csv(df, out / f"{name}.csv")
+    run = {
+        "clusters": a.clusters,
+        "trust": (meta or {}).get("trust", {}),
+        "epochs": int(max((f.epoch for f in a.files), default=0)),
+    }
     if paper_claims:
-        meta = meta or {}
-        run = {
-            "clusters": a.clusters,
-            "trust": meta.get("trust", {}),
-            "epochs": int(max((f.epoch for f in a.files), default=0)),
-        }
         write_paper_verdict(a, paper_claims, out, run)
+    if claims is not None:
+        write_claims_verdict(a, claims, out, run)
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     if figures:
@@ -135,14 +178,21 @@ def assess_to_dir(
     progress: Progress = no_progress,
     processes: int = 1,
     wording: Wording = library_words,
+    claims: str | Path | None = None,
 ) -> Assessment:
     """:func:`~trustcal.assessment.sources.assess_files`, then write everything to ``out``; on any error
     ``out`` is left as it was. ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims
-    about that dataset. ``progress`` shows the reading of the files and the drawing of the figures;
+    about that dataset (the shipped claims file, :data:`trustcal.reporting.verdict.PAPER_CLAIMS_FILE`);
+    ``claims``: a claims file of one's own (docs/claims.md), judged on the series: verdict.md and
+    verdict.csv, a bad file failing before anything is read. ``progress`` shows the reading of the files and the drawing of the figures;
     ``processes``: how many processes may draw the figures
     (:func:`~trustcal.assessment.figures.figure_workers`); ``wording`` puts the warnings of
     ``warnings.txt`` in the caller's words."""
     sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
+    if claims is not None:
+        from trustcal.reporting.verdict import load_claims
+
+        load_claims(claims)  # a bad claims file: its one-line error before the predictions are read
     with atomic_directory(out, MARKER) as tmp:
         a = assess_files(sources, read, settings, history=history, progress=progress)
         calibration = settings.calibration
@@ -168,5 +218,6 @@ def assess_to_dir(
             figure_formats=figure_formats,
             processes=processes,
             wording=wording,
+            claims=claims,
         )
     return a

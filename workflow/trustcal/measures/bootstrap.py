@@ -48,7 +48,10 @@ def resample_counts(n: int, params: BootstrapParams = BootstrapParams()) -> np.n
 def percentile_interval(replicates: np.ndarray, level: float = 0.95, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The percentile interval of ``replicates`` along ``axis`` (NaN replicates ignored)."""
     alpha = (1.0 - level) / 2.0
-    lo, hi = np.nanquantile(replicates, [alpha, 1.0 - alpha], axis=axis)
+    replicates = np.asarray(replicates)
+    # np.quantile where nothing is NaN: the same numbers, one sort instead of one call per column
+    quantile = np.nanquantile if np.isnan(replicates).any() else np.quantile
+    lo, hi = quantile(replicates, [alpha, 1.0 - alpha], axis=axis)
     return lo, hi
 
 
@@ -216,6 +219,57 @@ def bootstrap_selective(score: np.ndarray, hit: np.ndarray, counts: np.ndarray) 
     ends = None if ends.size == n else ends
     aurc, eaurc, augrc = _ranked_areas(np.asarray(counts)[:, order], hit[order], ends, n)
     return {"aurc": aurc, "eaurc": eaurc, "augrc": augrc}
+
+
+_GROUPED = 128  # scores with at most this many distinct values (jointly) share one matrix product
+
+
+def bootstrap_selective_scores(
+    scores: dict[str, np.ndarray], hit: np.ndarray, counts: np.ndarray
+) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`bootstrap_selective` of each of several scores of the same predictions, to the last bit.
+
+    Scores with few distinct values (the scores of the per-prediction opinion are functions of the
+    (class, cluster) pair, so they take at most K·M values together) are done together: the drawn copies
+    and the wrong ones of every joint group of equal values, for every resample, are one product of the
+    counts with an N × 2P one-hot matrix (P joint groups; whole numbers below 2^24, exact in float32), and
+    each score's groups are sums of those columns. Other scores go through :func:`bootstrap_selective`.
+    """
+    hit = np.asarray(hit, dtype=np.float64)
+    n = hit.size
+    out, grouped = {}, {}
+    key = np.zeros(n, dtype=np.int64)
+    for name, score in scores.items():
+        score = np.asarray(score, dtype=np.float64)
+        if score.size != n or counts.shape[1] != n:
+            raise ValueError(f"counts have {counts.shape[1]} samples, the hits {n}, the scores {score.size}")
+        values, inverse = np.unique(score, return_inverse=True)
+        if values.size >= min(n, _GROUPED + 1):  # distinct values, or too many groups
+            out[name] = bootstrap_selective(score, hit, counts)
+            continue
+        grouped[name] = inverse
+        key = np.unique(key * values.size + inverse, return_inverse=True)[1]  # joint group so far, < P·size
+    if grouped:
+        joint = int(key.max()) + 1
+        if joint > _GROUPED:
+            return out | {name: bootstrap_selective(scores[name], hit, counts) for name in grouped}
+        onehot = np.zeros((n, 2 * joint), dtype=np.float32)
+        rows = np.arange(n)
+        onehot[rows, key] = 1.0
+        onehot[rows, joint + key] = 1.0 - hit
+        sums = np.asarray(counts, dtype=np.float32) @ onehot  # B × 2P: drawn, then wrong, per joint group
+        representative = np.zeros(joint, dtype=np.int64)
+        representative[key] = rows  # a sample of each joint group
+        for name, inverse in grouped.items():
+            merge = np.zeros((joint, int(inverse.max()) + 1))
+            merge[np.arange(joint), inverse[representative]] = 1.0  # joint group → the score's group
+            whole = (sums[:, :joint].astype(np.float64) @ merge).astype(np.int64)  # in increasing score
+            missed = (sums[:, joint:].astype(np.float64) @ merge).astype(np.int64)
+            through = np.asfortranarray(np.cumsum(whole, axis=1))  # as _ranked_areas lays them out
+            wrong = np.asfortranarray(np.cumsum(missed, axis=1))
+            aurc, eaurc, augrc = _aurc(through, wrong, n)
+            out[name] = {"aurc": aurc, "eaurc": eaurc, "augrc": augrc}
+    return {name: out[name] for name in scores}
 
 
 def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

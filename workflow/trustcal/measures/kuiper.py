@@ -26,7 +26,7 @@ def brownian_range_sf(x: float) -> float:
     ``kuiper_cdf``; its terms fall as exp(−2π²k²)); x ≥ 1: the tail series
     4 Σ_{k≥1} (−1)^{k−1} k · erfc(k·x/√2), the integral of Feller's density
     8 Σ_{k≥1} (−1)^{k−1} k² φ(k·x), whose terms fall as exp(−k²/2) and which does not cancel to 0
-    in the far tail. The two agree to a few ε where both converge (tests/test_calibration_tests.py).
+    in the far tail. The two agree to a few ε where both converge (tests/unit/measures/test_calibration_tests.py).
     """
     x = float(x)
     if math.isnan(x):

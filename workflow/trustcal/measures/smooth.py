@@ -30,12 +30,24 @@ from trustcal.measures.calibration_errors import (
 
 __all__ = ["bootstrap_smece", "smooth_reliability"]
 
-_CACHED_GRID = 2001  # grids up to this size keep their FFT for every resample (≤ 26 MB at B = 200)
-
 
 def _grid_size(sigma: float) -> int:
     """relplot's grid: E = ⌊max(2000, round(20/σ))/2⌋ + 1 points on [0, 1]."""
     return max(2000, round(20 / sigma)) // 2 + 1
+
+
+_CHUNK = 256  # samples (in increasing confidence) per block of the spreading product
+
+
+def _circular_kernel(sigma: float, e: int) -> np.ndarray:
+    """relplot's kernel (E points on [0, 1], height 1/(√(2π)σ), centred at index E//2) placed for a circular
+    convolution of period L = 2E − 2: offset d = j − p (−E//2 … E − 1 − E//2) at index d mod L."""
+    tk = np.linspace(0, 1, e)
+    kernel = np.exp(-(tk - 0.5) * (tk - 0.5) / (2 * sigma**2))
+    kernel /= np.sqrt(2 * np.pi) * sigma
+    placed = np.zeros(2 * e - 2)
+    placed[(np.arange(e) - e // 2) % (2 * e - 2)] = kernel
+    return placed
 
 
 class _WeightedGrids:
@@ -43,85 +55,82 @@ class _WeightedGrids:
 
     ``series``: arrays of N values y_i (e.g. the residuals C_i − hit_i and ones); ``counts``: B × N
     weights w_bi. :meth:`smooth` gives, per weighting b and series, Σ_i w_bi·y_i·K_σ(t, C_i) at the points
-    t, discretised exactly as ``relplot.kernels.ReflectedGaussianKernel.apply`` (see
+    t, discretised as ``relplot.kernels.ReflectedGaussianKernel.apply`` (see
     :class:`trustcal.measures.calibration_errors._ReflectedSmoother`, the one-weighting version).
+
+    relplot mirrors the grid of E points once at each end (3E − 2 points) and convolves it with the
+    kernel (E points, reach ±E//2 grid steps). Within that reach the mirrored grid equals the grid's
+    periodic even extension of period L = 2E − 2, so the convolution is a circular one of length L,
+    about half the length of the zero-padded linear convolution, with the same values up to float64
+    round-off (a few ε times the grid size, relative to the largest smoothed value). The grids of all
+    weightings are one blocked product of the counts with the per-sample spreading weights.
     """
 
     def __init__(self, conf: np.ndarray, series: list[np.ndarray], counts: np.ndarray):
         order = np.argsort(conf, kind="stable")  # the grid cells of the samples then never decrease
         self.conf = np.asarray(conf, dtype=np.float64)[order]
-        self.series = [np.asarray(y, dtype=np.float64)[order] for y in series]
+        self.series = np.stack([np.asarray(y, dtype=np.float64)[order] for y in series])  # (S, N)
         self.counts = np.asarray(counts)[:, order]
-        self._ffts: dict[int, tuple[int, np.ndarray]] = {}
+        self._grids: dict[int, np.ndarray] = {}
+        self._ffts: dict[tuple[int, int], np.ndarray] = {}
 
-    def _spread(self, e: int, rows: np.ndarray) -> np.ndarray:
-        """(rows, series, E): each weighting's series spread onto the grid by linear interpolation."""
+    def grids(self, e: int) -> np.ndarray:
+        """(B, series, E): each weighting's series spread onto the grid by linear interpolation (relplot's
+        ``smooth_round_to_grid``), one product of the counts with a band of spreading weights per block of
+        samples; kept per E."""
+        if e in self._grids:
+            return self._grids[e]
         pos = self.conf * (e - 1)
         cell = pos.astype(int).clip(0, e - 2)  # relplot truncates toward zero, then clips
         frac = pos - cell
-        starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1]))  # first sample of each occupied cell
-        occupied = cell[starts]
-        weights = self.counts[rows]
-        out = np.zeros((rows.size, len(self.series), e))
-        for j, y in enumerate(self.series):
-            out[:, j, occupied] += np.add.reduceat(weights * ((1 - frac) * y), starts, axis=1)
-            out[:, j, occupied + 1] += np.add.reduceat(weights * (frac * y), starts, axis=1)
+        n_series, n = self.series.shape
+        out = np.zeros((len(self.counts), n_series, e))
+        for a in range(0, n, _CHUNK):
+            b = min(a + _CHUNK, n)
+            lo, width = cell[a], cell[b - 1] + 2 - cell[a]  # the cells this block of samples touches
+            rows = np.arange(b - a)
+            spread = np.zeros((b - a, n_series, width))
+            spread[rows, :, cell[a:b] - lo] = ((1 - frac[a:b]) * self.series[:, a:b]).T
+            spread[rows, :, cell[a:b] + 1 - lo] = (frac[a:b] * self.series[:, a:b]).T
+            block = self.counts[:, a:b].astype(np.float64) @ spread.reshape(b - a, -1)
+            out[:, :, lo : lo + width] += block.reshape(len(self.counts), n_series, width)
+        self._grids[e] = out
         return out
 
-    def _fft(self, e: int, rows: np.ndarray) -> tuple[int, np.ndarray]:
-        """FFT of the mirrored grids (rows, series, n_fft/2 + 1); kept for every weighting when E is small."""
-        if e in self._ffts:
-            n_fft, spectrum = self._ffts[e]
-            return n_fft, spectrum[rows]
-        every = np.arange(len(self.counts))
-        ext = self.mirrored(e, every if e <= _CACHED_GRID else rows)
-        n_fft = 1 << (ext.shape[-1] + e - 2).bit_length()  # ≥ the full convolution's length 4E − 3
-        spectrum = np.fft.rfft(ext, n_fft)
-        if e <= _CACHED_GRID:
-            self._ffts[e] = (n_fft, spectrum)
-            return n_fft, spectrum[rows]
-        return n_fft, spectrum
-
-    def smooth(self, sigma: float, t: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """(rows, series, len(t)): the smoothed series of the weightings ``rows`` at the points t."""
+    def smooth(self, sigma: float, t: np.ndarray, rows: np.ndarray, series: int | None = None) -> np.ndarray:
+        """(rows, series, len(t)): the smoothed series (the first ``series`` of them, default all) of the
+        weightings ``rows`` at the points t."""
+        series = len(self.series) if series is None else series
         e = _grid_size(sigma)
-        n_fft, spectrum = self._fft(e, rows)
-        tk = np.linspace(0, 1, e)
-        kernel = np.exp(-(tk - 0.5) * (tk - 0.5) / (2 * sigma**2))
-        kernel /= np.sqrt(2 * np.pi) * sigma
-        full = np.fft.irfft(spectrum * np.fft.rfft(kernel, n_fft), n_fft)
-        start = (e - 1) + e // 2  # np.convolve(..., "valid")[E//2 : E//2 + E]
-        smoothed = full[..., start : start + e]
+        period = 2 * e - 2
+        key = (e, series)
+        if key not in self._ffts:  # the transforms of every weighting's extended grids, kept per E
+            grids = self.grids(e)[:, :series]
+            self._ffts[key] = np.fft.rfft(np.concatenate([grids, grids[..., -2:0:-1]], axis=-1), axis=-1)
+        spectrum = self._ffts[key][rows]
+        smoothed = np.fft.irfft(spectrum * np.fft.rfft(_circular_kernel(sigma, e)), period)[..., :e]
         inds = (t * (e - 1)).astype(int).clip(0, e - 2)  # relplot.kernels.interpolate
         bucket = 1 / (e - 1)
         residual = (t - inds * bucket) / bucket
         return smoothed[..., inds] * (1 - residual) + smoothed[..., inds + 1] * residual
 
-    def mirrored(self, e: int, rows: np.ndarray) -> np.ndarray:
-        """(rows, series, 3E − 2): the grids mirrored at both ends, as the convolution sees them."""
-        values = self._spread(e, rows)
-        flipped = values[..., ::-1]
-        return np.concatenate([flipped[..., :-1], values, flipped[..., 1:]], axis=-1)
 
-
-def _interpolated_sum(sigma: float, t: np.ndarray, n_fft: int) -> np.ndarray:
-    """v (3E − 2) with v · mirrored grid = Σ_t (smoothed grid read at t) for any grid, by linearity: the
-    read-out weights of every t, correlated with the kernel (one FFT). Only the density's sum over t enters
-    the smooth ECE, so the density needs this dot product, not a convolution per resample."""
+def _interpolated_sum(sigma: float, t: np.ndarray) -> np.ndarray:
+    """v (E) with v · grid = Σ_t (smoothed grid read at t) for any grid, by linearity: the read-out weights of
+    every t, correlated circularly with the kernel (one FFT) and folded back from the grid's periodic even
+    extension onto the grid. Only the density's sum over t enters the smooth ECE, so the density needs this
+    dot product, not a convolution per resample."""
     e = _grid_size(sigma)
+    period = 2 * e - 2
     inds = (t * (e - 1)).astype(int).clip(0, e - 2)
     bucket = 1 / (e - 1)
     residual = (t - inds * bucket) / bucket
-    readout = np.bincount(inds, 1 - residual, minlength=e) + np.bincount(inds + 1, residual, minlength=e)
-    placed = np.zeros(n_fft)
-    start = (e - 1) + e // 2
-    placed[start : start + e] = readout
-    tk = np.linspace(0, 1, e)
-    kernel = np.exp(-(tk - 0.5) * (tk - 0.5) / (2 * sigma**2))
-    kernel /= np.sqrt(2 * np.pi) * sigma
-    # v[m] = Σ_q placed[q]·kernel[q − m]: no wrap-around, as n_fft ≥ 4E − 2 leaves zeros between them
-    correlation = np.fft.irfft(np.fft.rfft(placed) * np.conj(np.fft.rfft(kernel, n_fft)), n_fft)
-    return correlation[: 3 * e - 2]
+    readout = np.bincount(inds, 1 - residual, minlength=period) + np.bincount(inds + 1, residual, minlength=period)
+    # c[m] = Σ_j readout[j]·kernel[(j − m) mod L]
+    c = np.fft.irfft(np.fft.rfft(readout) * np.conj(np.fft.rfft(_circular_kernel(sigma, e))), period)
+    folded = c[:e].copy()
+    folded[1 : e - 1] += c[period - 1 : e - 1 : -1]  # extension point L − q is grid point q
+    return folded
 
 
 class _SmoothECE:
@@ -129,23 +138,13 @@ class _SmoothECE:
     with δ̂ = density + 10⁻⁴ and r̂ = smoothed residual / δ̂, that is Σ_t |smoothed residual(t)| / Σ_t δ̂(t)."""
 
     def __init__(self, conf: np.ndarray, hit: np.ndarray, counts: np.ndarray):
-        self.residuals = _WeightedGrids(conf, [conf - hit], counts)
-        self.weights = _WeightedGrids(conf, [np.ones_like(conf)], counts)
-        self._mirrored: dict[int, np.ndarray] = {}
+        self.grids = _WeightedGrids(conf, [conf - hit, np.ones_like(conf)], counts)  # one spreading product
 
     def __call__(self, sigma: float, rows: np.ndarray) -> np.ndarray:
         e = _grid_size(sigma)
         t = np.linspace(0, 1, max(round(10 / sigma), _SMECE_MESH_PTS))
-        residual = self.residuals.smooth(sigma, t, rows)[:, 0]
-        if e in self._mirrored:
-            grids = self._mirrored[e][rows]
-        elif e <= _CACHED_GRID:  # the density's mirrored grids, kept for every weighting as the FFTs are
-            self._mirrored[e] = self.weights.mirrored(e, np.arange(len(self.weights.counts)))[:, 0]
-            grids = self._mirrored[e][rows]
-        else:
-            grids = self.weights.mirrored(e, rows)[:, 0]
-        n_fft = 1 << (4 * e - 4).bit_length()  # as _WeightedGrids._fft
-        density = grids @ _interpolated_sum(sigma, t, n_fft) + t.size * _SMECE_DENSITY_EPS
+        residual = self.grids.smooth(sigma, t, rows, series=1)[:, 0]
+        density = self.grids.grids(e)[rows, 1] @ _interpolated_sum(sigma, t) + t.size * _SMECE_DENSITY_EPS
         return np.sum(np.abs(residual), axis=1) / density
 
 
@@ -207,8 +206,12 @@ def smooth_reliability(conf, hit, counts: np.ndarray | None = None, points: int 
         raise ValueError("conf and hit must be non-empty and of equal length")
     _, sigma = _smece_from_top_label(conf, hit)
     t = np.linspace(0.0, 1.0, int(points))
-    series = [hit, np.ones_like(conf)]
-    ((hits, dens),) = _WeightedGrids(conf, series, np.ones((1, n))).smooth(sigma, t, np.zeros(1, dtype=int))
+    if counts is not None and counts.shape[1] != n:
+        raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {n}")
+    weights = np.ones((1, n), dtype=np.float32)  # the test set itself, then the resamples: one spreading product
+    weights = weights if counts is None else np.concatenate([weights, np.asarray(counts, dtype=np.float32)])
+    smoothed = _WeightedGrids(conf, [hit, np.ones_like(conf)], weights).smooth(sigma, t, np.arange(len(weights)))
+    ((hits, dens),) = smoothed[:1]
     out = {
         "confidence": t,
         "accuracy": hits / (dens + _SMECE_DENSITY_EPS),
@@ -216,9 +219,6 @@ def smooth_reliability(conf, hit, counts: np.ndarray | None = None, points: int 
         "bandwidth": np.full(t.size, sigma),
     }
     if counts is not None:
-        if counts.shape[1] != n:
-            raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {n}")
-        smoothed = _WeightedGrids(conf, series, counts).smooth(sigma, t, np.arange(len(counts)))
-        curves = smoothed[:, 0] / (smoothed[:, 1] + _SMECE_DENSITY_EPS)
+        curves = smoothed[1:, 0] / (smoothed[1:, 1] + _SMECE_DENSITY_EPS)
         out["accuracy_lo"], out["accuracy_hi"] = percentile_interval(curves, level)
     return out

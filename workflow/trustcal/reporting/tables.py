@@ -22,14 +22,14 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from trustcal.calibration.temperature import fit_temperature, softmax
+from trustcal.calibration.temperature import newton_temperature, softmax
 from trustcal.files import PAPER_CALIBRATOR, RAW
 from trustcal.measures import decomposition, metrics
 from trustcal.measures.bootstrap import (
     BootstrapParams,
     bootstrap_opinions,
     bootstrap_scores,
-    bootstrap_selective,
+    bootstrap_selective_scores,
     percentile_interval,
     resample_counts,
 )
@@ -263,9 +263,7 @@ def selective_table(
             params.base_rate,
         )
         point = {name: selective_areas(scores[name], hit) for name in SCORES}
-        replicates = (
-            {name: bootstrap_selective(scores[name], hit, counts) for name in SCORES} if counts is not None else {}
-        )
+        replicates = bootstrap_selective_scores(scores, hit, counts) if counts is not None else {}
         for name in SCORES:
             row = dict(epoch=test.epoch, calibrator=test.calibrator, score=name)
             for index, area in enumerate(("aurc", "augrc")):
@@ -302,9 +300,10 @@ def trust_tables(
 
 def temperature_recalibration(log_probs: np.ndarray, labels: np.ndarray):
     """The recalibration of the calibration/refinement split (docs/method.md §13.2): temperature scaling of the
-    log-probabilities, T fitted by :func:`trustcal.calibration.fit_temperature` (T in [0.01, 100]); returns
-    the map log p → softmax(log p / T)."""
-    temperature = fit_temperature(log_probs, labels).temperature
+    log-probabilities, T fitted by :func:`trustcal.calibration.temperature.newton_temperature` (the minimiser of
+    :func:`trustcal.calibration.fit_temperature`, T in [0.01, 100], to its tolerance); returns the map
+    log p → softmax(log p / T)."""
+    temperature = newton_temperature(log_probs, labels)
     return lambda z: softmax(z, temperature)
 
 
@@ -312,7 +311,13 @@ def _refinement_losses(p: Predictions, mp: MetricParams, seed: int) -> dict[str,
     """Per-sample losses of ``p`` and of its cross-fitted recalibration (None: fewer samples than folds)."""
     if len(p.labels) < mp.refinement_folds:
         return None
-    refined = decomposition.cross_fitted(p.probs, p.labels, temperature_recalibration, mp.refinement_folds, seed)
+    previous = [1.0]  # each fold's fit starts at the T of the fold before (four of five rows are shared)
+
+    def fit(log_probs: np.ndarray, labels: np.ndarray):
+        previous[0] = temperature = newton_temperature(log_probs, labels, start=previous[0])
+        return lambda z: softmax(z, temperature)
+
+    refined = decomposition.cross_fitted(p.probs, p.labels, fit, mp.refinement_folds, seed)
     return decomposition.loss_terms(p.probs, p.labels, refined)
 
 

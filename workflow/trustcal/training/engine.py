@@ -8,7 +8,7 @@ A step is the textbook one, for every seed at once; schematically::
     loss.backward()                      # the gradients of all seeds in one flat tensor, flat.grad
     optimizer.step()                     # Adam (Keras defaults) on the flat tensor
 
-(:meth:`StackedTrainer.step`; tests/test_engine.py checks it against exactly that loop
+(:meth:`StackedTrainer.step`; tests/unit/training/test_engine.py checks it against exactly that loop
 with an ``nn.Module`` and ``torch.optim.Adam``.) Seeds share no parameter, so S seeds
 trained together equal each seed trained alone, to float tolerance. Which stacked
 model runs a network is decided by its class in :mod:`.models` (:data:`STACKED`); the

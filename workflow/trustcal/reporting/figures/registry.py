@@ -1,11 +1,11 @@
 """Every figure of the workflow, declared once, and the entry points that draw them.
 
 A :class:`FigureSpec` holds all that the rest of the project needs to know
-about one figure: the rules (workflow/rules/figures.smk, through the helpers
-of common.smk) take their inputs, outputs, parameters and report entries
+about one figure: the rules (workflow/rules/figures.smk, through
+workflow/rules/figures_helpers.smk) take their inputs, outputs, parameters and report entries
 from it, ``trustcal assess`` and the Python API the tables it needs,
 docs/usage.md its line in the table of figures (:func:`readme_table`, checked by
-tests/test_figures.py), and the tests the list of figures. Adding a figure
+tests/unit/reporting/test_figures.py), and the tests the list of figures. Adding a figure
 is a drawing function (in :mod:`.epochs` or :mod:`.distributions`, with its
 size in ``style.FIGURE_SIZES``), a record in ``FIGURES`` and a caption file
 in workflow/report/.

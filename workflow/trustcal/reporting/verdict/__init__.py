@@ -36,6 +36,16 @@ of ten overlapping label curves and given to two decimals. Per-label statements 
 ten class opinions (not the network opinion).
 """
 
+from trustcal.reporting.verdict.claimfile import (
+    CONDITIONS,
+    KINDS,
+    MASS_TOLERANCE,
+    MEASURES,
+    PAPER_CLAIMS_FILE,
+    ClaimsFileError,
+    claim_from_dict,
+    load_claims,
+)
 from trustcal.reporting.verdict.claims import (
     ABSTRACT_IMPROVED,
     CLAIMS,
@@ -44,7 +54,6 @@ from trustcal.reporting.verdict.claims import (
     GAP_TOLERANCE,
     INTRO_STABLE,
     INTRO_STABLE_QUOTE,
-    MASS_TOLERANCE,
     ONSET_TOLERANCE,
     OVERALL,
     OVERALL_QUOTE,
@@ -109,6 +118,13 @@ from trustcal.reporting.verdict.runs import (
 )
 
 __all__ = [
+    "load_claims",
+    "claim_from_dict",
+    "ClaimsFileError",
+    "PAPER_CLAIMS_FILE",
+    "MEASURES",
+    "KINDS",
+    "CONDITIONS",
     "ABSTRACT_IMPROVED",
     "AFTER",
     "BEFORE",

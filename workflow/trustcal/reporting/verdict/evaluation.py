@@ -243,9 +243,9 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
         reason="",
         measure=claim.measure_text,
     )
-    missing = [ds for ds in (claim.dataset, claim.versus) if ds and not runs.get(ds)]
+    missing = [ds for ds in (claim.dataset, claim.versus) if ds is not None and not runs.get(ds)]
     if missing:
-        row["reason"] = f"{' and '.join(missing)} not in this run"
+        row["reason"] = f"{' and '.join(ds or 'the predictions' for ds in missing)} not in this run"
         return row
     est = _estimate(claim, runs)
     row.update(measured_mean=est.mean, measured_sd=est.sd, n_seeds=est.n)
@@ -255,7 +255,7 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
     row["interval_method"] = "paired" if paired else "quadrature"
     if est.per_seed:
         row["per_seed"] = "; ".join(f"seed {s}: {_fmt(v[0])}" for s, v in est.per_seed.items())
-    epochs = min(_run_epochs(runs[ds]) for ds in (claim.dataset, claim.versus) if ds)
+    epochs = min(_run_epochs(runs[ds]) for ds in (claim.dataset, claim.versus) if ds is not None)
     notes = []
     if claim.from_history:
         notes.append("from the training history: no test-set resampling")
@@ -301,7 +301,7 @@ def evaluate(
     for claim in claims:
         row = evaluate_claim(claim, runs, level)
         row.update(without_flagged=math.nan, verdict_without_flagged="")
-        involved = [ds for ds in (claim.dataset, claim.versus) if ds]
+        involved = [ds for ds in (claim.dataset, claim.versus) if ds is not None]
         bad = [f for ds in involved for f in flagged.get(ds, [])]
         if bad and all(runs.get(ds) for ds in involved):
             clean = {ds: {s: r.without(flagged.get(ds, [])) for s, r in seeds.items()} for ds, seeds in runs.items()}

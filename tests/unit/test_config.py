@@ -1,0 +1,229 @@
+"""Configuration checking: defaults, readable errors, the shipped config is the paper's."""
+
+import pytest
+import yaml
+from helpers.workflow import REPO
+
+from trustcal.config import ConfigError, validate_config
+
+
+@pytest.fixture
+def paper():
+    return yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def test_shipped_config_is_the_papers_setup(paper):
+    cfg = validate_config(paper)
+    assert cfg["datasets"] == ["mnist", "cifar10"] and cfg["epochs"] == 100 and cfg["batch_size"] == 32
+    assert cfg["seeds"] == [0] and cfg["clusters"] == 10 and cfg["learning_rate"] == 0.001
+    assert {
+        k: cfg["trust"][k]
+        for k in ("weight", "alpha", "beta", "base_rate", "representative", "cluster_fusion", "class_fusion")
+    } == dict(
+        weight=2.0,
+        alpha=1.0,
+        beta=1.0,
+        base_rate=0.5,
+        representative="midpoint",
+        cluster_fusion="cumulative",
+        class_fusion="cumulative",
+    )
+    assert cfg["calibration"]["fit_on"] == "validation"
+
+
+def test_every_key_of_the_shipped_config_is_commented():
+    for line in (REPO / "config.yaml").read_text().splitlines():
+        if line and not line.lstrip().startswith("#") and ":" in line and not line.rstrip().endswith(":"):
+            assert "#" in line, f"uncommented key: {line}"
+
+
+def test_defaults_are_filled_and_scalars_become_lists():
+    cfg = validate_config({"datasets": "mnist", "data_dir": "d", "epochs": 2, "seeds": 1})
+    assert cfg["datasets"] == ["mnist"] and cfg["seeds"] == [1]
+    assert cfg["trust"]["weight"] == 2.0 and cfg["calibration"]["t_max"] == 100.0
+
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"datasets": ["imagenet"]}, "key 'datasets.0' is 'imagenet'; allowed values: mnist, cifar10"),
+        ({"epochs": 0}, "key 'epochs' is 0; it must be ≥ 1"),
+        ({"clusters": -1}, "key 'clusters' is -1; it must be ≥ 1"),
+        ({"epohcs": 3}, "unknown key 'epohcs' (did you mean 'epochs'?)"),
+        ({"trust": {"wieght": 3}}, "unknown key 'wieght' (did you mean 'weight'?) in 'trust'"),
+        ({"device": "gpu"}, "key 'device' is 'gpu'; allowed: auto, cpu, cuda or cuda:N"),
+        ({"calibration": {"fit_on": "train"}}, "allowed values: validation, test"),
+        ({"calibration": {"t_min": 5, "t_max": 1}}, "t_min must be smaller than calibration.t_max"),
+        ({"seeds": ["a"]}, "key 'seeds.0' is 'a'; it must be of type integer"),
+    ],
+)
+def test_bad_values_name_the_key_and_what_is_allowed(paper, override, message):
+    with pytest.raises(ConfigError) as err:
+        validate_config({**paper, **override})
+    assert message in str(err.value)
+
+
+def test_every_key_has_the_papers_value_as_default(paper):
+    """A workflow importing this one as a module sets only the keys it changes."""
+    assert validate_config({}) == validate_config(paper)
+    cfg = validate_config({"epochs": 3})
+    assert cfg["epochs"] == 3 and cfg["datasets"] == ["mnist", "cifar10"] and cfg["seeds"] == [0]
+    assert cfg["data_dir"] == "data"
+
+
+def test_seeds_and_checksums_per_dataset(paper):
+    study = yaml.safe_load((REPO / "workflow" / "study" / "config.yaml").read_text())
+    cfg = validate_config({**paper, **study})
+    assert cfg["seeds"] == {"mnist": [0, 1, 2, 3, 4], "cifar10": [0, 1, 2]}
+    assert cfg["verify_checksums"] == {"mnist": True, "cifar10": False}
+    from trustcal.config import per_dataset
+
+    assert per_dataset(cfg, "seeds", "cifar10") == [0, 1, 2] and per_dataset(paper, "seeds", "mnist") == [0]
+    # from the command line, as strings
+    cfg = validate_config(
+        {
+            **paper,
+            "seeds": {"mnist": ["0", "1"], "cifar10": ["2"]},
+            "verify_checksums": {"mnist": "true", "cifar10": "false"},
+        }
+    )
+    assert cfg["seeds"] == {"mnist": [0, 1], "cifar10": [2]} and cfg["verify_checksums"]["cifar10"] is False
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"seeds": {"mnist": [0]}}, "key 'seeds' is given per dataset but has no entry for 'cifar10'"),
+        ({"seeds": {"mnist": [0], "cifar10": [1]}, "seed_batching": True}, "seed_batching: true trains the same seeds"),
+        ({"verify_checksums": {"mnist": True}}, "key 'verify_checksums' is given per dataset but has no entry"),
+    ],
+)
+def test_per_dataset_mistakes_are_named(paper, override, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config({**paper, **override})
+
+
+def test_the_schema_defaults_are_the_librarys_defaults():
+    """The workflow's defaults (the schema) and the Python API's (trustcal assess, trustcal.assess) agree."""
+    from dataclasses import asdict
+
+    from trustcal.calibration import T_MAX, T_MIN
+    from trustcal.measures.bootstrap import BootstrapParams
+    from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.tables import MetricParams
+
+    cfg = validate_config({})
+    assert (cfg["calibration"]["t_min"], cfg["calibration"]["t_max"]) == (T_MIN, T_MAX)
+    trust = asdict(TrustParams())
+    assert cfg["clusters"] == trust.pop("clusters")
+    assert {k: cfg["trust"][k] for k in trust} == trust
+    metrics = asdict(MetricParams())
+    assert {k: cfg["metrics"][k] for k in metrics} == {
+        k: list(v) if isinstance(v, tuple) else v for k, v in metrics.items()
+    }
+    boot = asdict(BootstrapParams())
+    assert {k: cfg["bootstrap"][k] for k in boot} == boot
+
+
+def test_the_settings_of_the_schemas_defaults_are_the_librarys_defaults():
+    """Settings.from_config on the schema's defaults is Settings() (trustcal.assess's and trustcal assess's),
+    but for the calibrators: the workflow's are temperature scaling and calibration.methods, where possible."""
+    from dataclasses import replace
+
+    from trustcal.settings import CalibrationSettings, Settings
+
+    got = Settings.from_config(validate_config({}))
+    assert replace(got, calibration=Settings().calibration) == Settings()
+    assert got.calibration == CalibrationSettings(methods=("temperature",), required=False)
+
+
+def test_settings_from_config_read_every_key_and_keep_the_defaults_of_the_others(paper):
+    from trustcal.measures.bootstrap import BootstrapParams
+    from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.settings import CalibrationSettings, Settings
+
+    trust = {**paper["trust"], "weight": 3.0, "clusters_sweep": [3, 4], "sweep_epochs": [2]}
+    cfg = validate_config(
+        {
+            **paper,
+            "clusters": 7,
+            "trust": trust,
+            "metrics": {"ece_bins": [5], "l2_bins": 4},
+            "bootstrap": {"resamples": 9},
+            "calibration": {"methods": ["isotonic", "temperature", "vector"], "t_min": 0.5, "t_max": 2.0},
+        }
+    )
+    s = Settings.from_config(cfg)
+    assert s.trust == TrustParams(clusters=7, weight=3.0)
+    assert s.sweep == SweepParams(clusters=(3, 4), epochs=(2,))
+    assert s.metrics == MetricParams(ece_bins=(5,), l2_bins=4)
+    assert s.bootstrap == BootstrapParams(resamples=9)
+    assert s.calibration == CalibrationSettings(("temperature", "isotonic", "vector"), 0.5, 2.0, required=False)
+    # a rule passes only the keys its job reads (settings_config in common.smk): the others keep their defaults
+    part = Settings.from_config({"metrics": cfg["metrics"], "bootstrap": cfg["bootstrap"]})
+    assert (part.metrics, part.bootstrap) == (s.metrics, s.bootstrap)
+    assert (part.trust, part.sweep, part.calibration) == (TrustParams(), SweepParams(), CalibrationSettings())
+    assert Settings.from_config({"clusters": 7, "trust": trust}).trust == s.trust
+
+
+# Where a value came from: the workflow's config file, a --configfile, --config (Snakemake's order).
+LAYERS = [
+    ("config.yaml", {"epochs": 3, "calibration": {"t_min": 0.05}}),
+    ("--configfile mine.yaml", {"datasets": ["mnist"], "seeds": {"mnist": [0]}}),
+    ("--config", {"epochs": "0", "calibration": {"t_max": 0.01}, "epochz": 3}),
+]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"epochs": "0"}, "--config: key 'epochs' is 0; it must be ≥ 1"),
+        ({"epochz": 3}, "--config: unknown key 'epochz' (did you mean 'epochs'?)"),
+        ({"calibration": {"t_min": 0.05, "t_max": 0.01}}, "--config: calibration.t_min must be smaller"),
+        ({"datasets": ["mnist", "cifar10"], "seeds": {"mnist": [0]}}, "--configfile mine.yaml: key 'seeds' is given"),
+        ({"batch_size": 0}, "config.yaml: key 'batch_size' is 0"),  # set by no layer: the default name
+    ],
+)
+def test_a_problem_names_the_layer_its_value_came_from(override, message):
+    with pytest.raises(ConfigError) as caught:
+        validate_config(override, sources=LAYERS)
+    assert message in str(caught.value)
+
+
+def test_config_source_is_the_last_layer_that_sets_the_key():
+    from trustcal.config import config_source
+
+    assert config_source(LAYERS, ("epochs",)) == "--config"
+    assert config_source(LAYERS, ("calibration", "t_min")) == "config.yaml"
+    assert config_source(LAYERS, ("seeds", "mnist", 0)) == "--configfile mine.yaml"  # inside a value it sets
+    assert config_source(LAYERS, ("bootstrap", "samples")) == "config.yaml"  # no layer: the default
+    assert config_source(LAYERS, ("bootstrap",), default="the schema") == "the schema"
+    assert config_source(None, ("epochs",)) == "config.yaml"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "source"),
+    [
+        (["--config", "epochs=0"], "--config"),
+        (["--configfile", "bad.yaml"], "--configfile bad.yaml"),
+        (["--configfile", "bad.yaml", "--config", "epochs=0"], "--config"),
+        (["--config", "epochs=2", "epochs=0"], "--config"),
+    ],
+    ids=["--config", "--configfile", "both", "the last --config"],
+)
+def test_the_workflow_names_where_a_bad_value_came_from(tmp_path, args, source):
+    """Snakemake merges the workflow's config.yaml, --configfile and --config; the error names the one that set
+    the value (config.yaml here is the tiny configuration, which is valid)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "config.yaml").write_text((REPO / "tests" / "tiny.yaml").read_text())
+    (tmp_path / "bad.yaml").write_text("epochs: 0\n")
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--dry-run", "--cores", "1"]
+    proc = subprocess.run([*cmd, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert f"{source}: key 'epochs' is 0; it must be ≥ 1" in out, out
+    assert "config.yaml: key 'epochs'" not in out, out

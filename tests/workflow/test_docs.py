@@ -1,0 +1,84 @@
+"""The documentation site (mkdocs.yml, `make docs`): docs/*.md and the API reference from the docstrings.
+
+`mkdocs build --strict` turns every warning into an error: a link to a page or an anchor that does not
+exist, a link to a file outside docs/, a docstring the API reference cannot read.
+"""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from helpers.workflow import REPO
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed (pip install -e '.[docs]')"
+)
+
+
+def build(config, site_dir):
+    cmd = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "--config-file",
+        str(config),
+        "--site-dir",
+        str(site_dir),
+    ]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_the_site_builds_without_a_warning(tmp_path):
+    done = build(REPO / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode == 0, done.stdout + done.stderr
+    api = (tmp_path / "site" / "api" / "index.html").read_text()
+    for name in (
+        "trustcal.api.assess",
+        "trustcal.api.AssessmentResult",
+        "trustcal.measures.metrics.ece",
+        "trustcal.measures.trust",
+        "trustcal.calibration.fit_calibrator",
+    ):
+        assert f'id="{name}"' in api, name
+    # config/README.md, included: the configuration page lists the keys
+    configuration = (tmp_path / "site" / "configuration" / "index.html").read_text()
+    assert "calibration.t_min" in configuration and "external.&lt;name&gt;.path" in configuration
+    # benchmarks/README.md, included beside the scripts it describes
+    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    assert 'id="training-speed"' in benchmarks and "bench_calibrators.py" in benchmarks
+    # every page of docs/ is in the site (mkdocs.yml's nav; a page left out of it is a warning)
+    for page in sorted((REPO / "docs").glob("*.md")):
+        built = tmp_path / "site" / ("" if page.stem == "index" else page.stem) / "index.html"
+        assert built.is_file(), page.name
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "[a section that does not exist](method.md#no-such-section)",
+        "[a page that does not exist](no-such-page.md)",
+        "[a file outside docs/](../README.md)",
+    ],
+)
+def test_a_broken_link_fails_the_build(tmp_path, link):
+    """The project's mkdocs.yml on a copy of docs/ with one broken link added to the front page."""
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    with (docs / "index.md").open("a") as f:
+        f.write(f"\nSee {link}.\n")
+    config = REPO.joinpath("mkdocs.yml").read_text()
+    moved = config.replace("\ndocs_dir: docs\n", f"\ndocs_dir: {docs}\n")
+    moved = moved.replace("paths: [workflow]", f"paths: [{REPO / 'workflow'}]")
+    assert moved.count(str(docs)) == 1 and moved.count(str(REPO / "workflow")) == 1
+    (tmp_path / "mkdocs.yml").write_text(moved)
+    done = build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    target = link.split("(")[1].rstrip(")")
+    assert "index.md" in out and target.split("#")[-1] in out, out

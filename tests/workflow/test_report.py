@@ -1,0 +1,117 @@
+"""A finished tiny run yields every figure, the reproduction verdict and the HTML report."""
+
+import re
+
+import pandas as pd
+import pytest
+from helpers.workflow import REPO, make_workdir, snakemake
+
+from trustcal.reporting.figures import FIGURES
+from trustcal.reporting.verdict import CLAIMS, NOT_COMPARABLE
+
+slow = pytest.mark.slow  # the tests of a finished tiny run
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    workdir = make_workdir(tmp_path_factory.mktemp("report") / "work")
+    snakemake(workdir)
+    return workdir
+
+
+@slow
+def test_every_figure_and_the_verdict_are_produced(finished):
+    for dataset in ("mnist", "cifar10"):
+        for name in FIGURES:
+            for ext in ("png", "pdf"):
+                assert (finished / "results" / "figures" / dataset / f"{name}.{ext}").stat().st_size > 10_000
+    table = pd.read_csv(finished / "results" / "reproduction.csv")
+    assert list(table["claim_id"]) == [c.id for c in CLAIMS]
+    # 3 epochs: the epoch-20 claims cannot be judged
+    late = table.set_index("claim_id").loc["cifar10_trust_before_late"]
+    assert late["verdict"] == NOT_COMPARABLE and "this run has 3" in late["reason"]
+    assert "# Reproduction verdict" in (finished / "results" / "reproduction.md").read_text()
+    assert "<h1>Reproduction verdict</h1>" in (finished / "results" / "reproduction.html").read_text()
+
+
+@slow
+def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
+    snakemake(finished, "--report", "report.html")
+    html = (finished / "report.html").read_text(errors="replace")
+    assert len(html) > 100_000
+    for name in FIGURES:
+        assert f"{name}.png" in html, name
+    assert "reproduction.html" in html and "reproduction.csv" in html
+    sections = {spec.section for spec in FIGURES.values()}  # the report sections of the registry
+    for category in ("MNIST", "CIFAR-10", "Reproduction verdict", *sections):
+        assert category in html, category
+    # the calibration caption, rendered with the run's config (calibration: fit_on: validation)
+    assert "fitted on the validation set (" in re.sub(r"(\\n|\s)+", " ", html)
+
+
+@slow
+def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished, tmp_path):
+    from trustcal.study import BEGIN, END, write_readme, write_study
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text(f"# title\n\nbefore\n\n{BEGIN}\nold text\n{END}\n\nafter\n")
+    block = write_study(finished, repo, None, "snakemake --cores 2")
+    readme = (repo / "README.md").read_text()
+    assert "old text" not in readme and readme.count(BEGIN) == 1 and readme.endswith(f"{END}\n\nafter\n")
+    assert block in readme
+    study = repo / "results" / "study"
+    for ds in ("mnist", "cifar10"):
+        assert (study / f"{ds}_trust_grid.png").stat().st_size > 10_000
+        trust = pd.read_csv(study / f"{ds}_trust.csv.gz")
+        assert set(trust["seed"]) == {0} and trust["epoch"].max() == 3
+    assert (study / "reproduction.md").read_text() == (finished / "results" / "reproduction.md").read_text()
+    # the README block: the run, the data (with the CIFAR-10 note), the counts, links; not the claims' table
+    assert "JPEG" in block and "`snakemake --cores 2`" in block
+    assert f"**Verdict** on the paper's {len(CLAIMS)} result statements: " in block
+    assert "[results/study/study.md](results/study/study.md)" in block and "| Statement" not in block
+    # study.md: the full account, every claim, its links relative to results/study/ where it lives
+    full = (study / "study.md").read_text()
+    for claim in CLAIMS:
+        assert f"`{claim.id}`" in full and f"`{claim.id}`" not in block
+    links = re.findall(r"\]\(([^)\s]+)\)", full)
+    assert links and all((study / link).is_file() for link in links), links
+    # the block needs only results/study/: rebuilt from it alone, it is the same
+    (repo / "README.md").write_text(f"{BEGIN}\n{END}\n")
+    assert write_readme(repo) == block and (repo / "README.md").read_text() == block + "\n"
+
+
+def test_the_readme_study_block_is_made_from_the_committed_results_study():
+    """README.md's summary is what trustcal.study.readme_block makes of results/study/ as committed."""
+    from trustcal.study import BEGIN, END, readme_block
+
+    readme = (REPO / "README.md").read_text()
+    assert readme.count(BEGIN) == 1 and readme.count(END) == 1
+    committed = BEGIN + readme.split(BEGIN, 1)[1].split(END, 1)[0] + END
+    assert committed == readme_block(REPO / "results" / "study"), (
+        "README.md's study block differs from results/study/; regenerate it with\n"
+        "  PYTHONPATH=workflow python -c 'import pathlib, trustcal.study as s; s.write_readme(pathlib.Path(\".\"))'"
+    )
+
+
+def test_calibrator_findings_answer_the_two_questions_from_the_tables():
+    """Hand-built tables: isotonic keeps trust above the raw model at every epoch, temperature not
+    (the ECE comparison, paired, is tested in tests/unit/measures/test_paired.py)."""
+    from trustcal.study import calibrator_findings
+
+    rows, trust = [], []
+    for epoch in (1, 2, 3):
+        raw_lo = 0.05
+        for cal, ece, lo, hi, shift in (
+            ("none", 0.06, raw_lo, 0.07, 0.0),
+            ("temperature", 0.02, 0.01, 0.03, -0.01 if epoch == 2 else 0.01),
+            ("isotonic", 0.03 if epoch > 1 else 0.055, 0.02, 0.04 if epoch > 1 else 0.06, 0.01),
+        ):
+            rows.append(dict(seed=0, epoch=epoch, calibrator=cal, split="test", ece=ece, ece_lo=lo, ece_hi=hi))
+            trust += [
+                dict(seed=0, epoch=epoch, calibrator=cal, label=str(z), belief=0.6 + shift + 0.01 * z) for z in range(3)
+            ]
+    scores, trust = pd.DataFrame(rows), pd.DataFrame(trust)
+    (trust_line,) = calibrator_findings(scores, trust)
+    assert "(what the paper says of temperature scaling): `isotonic`; below it at some epoch" in trust_line
+    assert "`temperature` -0.010, `isotonic` +0.010" in trust_line
