@@ -38,24 +38,31 @@ def paper_runs(a: Assessment, dataset: str) -> dict:
     return {dataset: {0: run_from_tables(a.tables["trust"], history)}}
 
 
-def write_paper_verdict(a: Assessment, dataset: str, out: Path, run: dict) -> pd.DataFrame:
-    """The paper's claims about ``dataset`` judged on these predictions: reproduction.{md,csv} in ``out``.
-    Epochs flagged as double softmax are named, and every claim is recomputed without them."""
-    from trustcal.reporting.verdict import describe_flagged, write_verdict
+def _provenance(a: Assessment, flagged) -> str:
+    """Where the judged predictions come from, and which epochs went through softmax twice."""
+    from trustcal.reporting.verdict import describe_flagged
 
-    provenance = (
+    text = (
         f"Predictions: {len(a.files)} files ({', '.join(sorted({str(f.path.parent) for f in a.files}))}); "
         "one training run, so no sd over seeds; no test-set bootstrap."
     )
-    flagged = flagged_predictions(a)
     if flagged:
-        provenance += (
+        text += (
             f" Predictions that went through softmax twice: {describe_flagged(flagged)} "
             "(each claim is also computed without them)."
         )
+    return text
+
+
+def write_paper_verdict(a: Assessment, dataset: str, out: Path, run: dict) -> pd.DataFrame:
+    """The paper's claims about ``dataset`` judged on these predictions: reproduction.{md,csv} in ``out``.
+    Epochs flagged as double softmax are named, and every claim is recomputed without them."""
+    from trustcal.reporting.verdict import write_verdict
+
+    flagged = flagged_predictions(a)
     return write_verdict(
         paper_runs(a, dataset),
-        {**run, "provenance": provenance},
+        {**run, "provenance": _provenance(a, flagged)},
         out / "reproduction.md",
         out / "reproduction.csv",
         flagged={dataset: flagged},
@@ -73,7 +80,7 @@ def write_claims_verdict(a: Assessment, claims_file, out: Path, run: dict) -> pd
     named, and every claim is recomputed without them."""
     from dataclasses import replace
 
-    from trustcal.reporting.verdict import describe_flagged, load_claims, run_from_tables, write_verdict
+    from trustcal.reporting.verdict import load_claims, run_from_tables, write_verdict
 
     claims = [
         replace(c, not_comparable=c.not_comparable or f"compares with {c.versus}; trustcal assess judges one series")
@@ -84,16 +91,10 @@ def write_claims_verdict(a: Assessment, claims_file, out: Path, run: dict) -> pd
     history = a.history if a.history is not None else pd.DataFrame(columns=["epoch", "train_loss", "val_loss"])
     series = {0: run_from_tables(a.tables["trust"], history)}
     runs = {ds: series for ds in {c.dataset for c in claims}}
-    provenance = f"Predictions: {len(a.files)} files; one training run, so no sd over seeds; no test-set bootstrap."
     flagged = flagged_predictions(a)
-    if flagged:
-        provenance += (
-            f" Predictions that went through softmax twice: {describe_flagged(flagged)} "
-            "(each claim is also computed without them)."
-        )
     return write_verdict(
         runs,
-        {**run, "provenance": provenance},
+        {**run, "provenance": _provenance(a, flagged)},
         out / CLAIMS_VERDICT[0],
         out / CLAIMS_VERDICT[1],
         flagged={ds: flagged for ds in runs},
