@@ -227,3 +227,17 @@ def test_the_workflow_names_where_a_bad_value_came_from(tmp_path, args, source):
     assert proc.returncode != 0, out
     assert f"{source}: key 'epochs' is 0; it must be ≥ 1" in out, out
     assert "config.yaml: key 'epochs'" not in out, out
+
+
+def test_claims_files_are_checked_before_any_job(paper, tmp_path):
+    """A claims file that is not there, and two whose names would write the same results/claims/ files,
+    stop the run at the config check, each in one line naming the file and the fix."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("claims: []\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "mine.yaml").write_text("claims: []\n")
+    assert validate_config({**paper, "claims": [str(mine)]})["claims"] == [str(mine)]
+    with pytest.raises(ConfigError, match=r"claims: .*gone\.yaml is not a file .*fix the path"):
+        validate_config({**paper, "claims": [str(tmp_path / "gone.yaml")]})
+    with pytest.raises(ConfigError, match=r"would both write results/claims/mine\.\*; rename one"):
+        validate_config({**paper, "claims": [str(mine), str(tmp_path / "other" / "mine.yaml")]})

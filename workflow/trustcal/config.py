@@ -172,6 +172,25 @@ def _per_dataset_problems(config: dict, config_name: str, sources: ConfigSources
     return problems
 
 
+def _claims_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
+    """A claims file that is not there, or two whose names would write the same results/claims/ files."""
+    where = config_source(sources, ("claims",), default=config_name)
+    problems, stems = [], {}
+    for path in config.get("claims", []):
+        if not Path(path).is_file():
+            problems.append(
+                f"{where}: claims: {path} is not a file (relative paths are read from the working directory, "
+                f"{Path.cwd()}); fix the path or give an absolute one"
+            )
+        stem = Path(path).stem
+        if stem in stems:
+            problems.append(
+                f"{where}: claims: {stems[stem]} and {path} would both write results/claims/{stem}.*; rename one"
+            )
+        stems.setdefault(stem, path)
+    return problems
+
+
 def validate_config(
     config: dict, schema: dict | None = None, config_name: str = "config.yaml", sources: ConfigSources | None = None
 ) -> dict:
@@ -198,6 +217,7 @@ def validate_config(
         problems.append(f"{name}: calibration.t_min must be smaller than calibration.t_max")
     if not problems:
         problems += _per_dataset_problems(config, config_name, sources)
+        problems += _claims_problems(config, config_name, sources)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
     return config
