@@ -125,15 +125,21 @@ def newton_temperature(
     d = z - z.max(axis=1, keepdims=True)
     dy = d[np.arange(len(d)), labels]
     ones = np.ones(d.shape[1])
-    lo, hi = 1.0 / t_max, 1.0 / t_min
-    beta = min(max(1.0 / start, lo), hi)
-    for _ in range(max_iter):
+
+    def slope(beta: float) -> tuple[float, float]:  # g(β) and g'(β)
         e = np.exp(beta * d)
         ed = e * d
         total, first, second = e @ ones, ed @ ones, (ed * d) @ ones
         mean = first / total
-        g = float(np.mean(mean - dy))
-        h = float(np.mean(np.maximum(second / total - mean * mean, 0.0)))
+        return float(np.mean(mean - dy)), float(np.mean(np.maximum(second / total - mean * mean, 0.0)))
+
+    def nll(beta: float) -> float:  # mean −log softmax(βd)_y; d ≤ 0, so exp(βd) cannot overflow
+        return float(np.mean(np.log(np.exp(beta * d) @ ones) - beta * dy))
+
+    lo, hi = 1.0 / t_max, 1.0 / t_min
+    beta = min(max(1.0 / start, lo), hi)
+    for _ in range(max_iter):
+        g, h = slope(beta)
         if g > 0:
             hi = beta
         else:
@@ -146,4 +152,10 @@ def newton_temperature(
         return t_max
     if 1.0 / t_min - beta <= tol * max(1.0, beta) and g < 0:  # still falls at the largest β
         return t_min
+    # Stopped on a flat stretch (|g| ≤ tol) that still slopes towards a bound: the bound when its NLL is
+    # lower, as fit_temperature finds it (Newton's method would otherwise stop short of it, with the same
+    # NLL to about tol but another map on held-out data).
+    bound = 1.0 / t_min if g < 0 else 1.0 / t_max
+    if g != 0 and nll(bound) < nll(beta):
+        return 1.0 / bound
     return 1.0 / beta
