@@ -168,18 +168,33 @@ def dynamic_trust(fit: Predictions, new: Predictions, params: TrustParams) -> pd
     )
 
 
-def dynamic_trust_table(preds: Sequence[Predictions], params: TrustParams) -> pd.DataFrame:
+def per_prediction_opinions(
+    preds: Sequence[Predictions], params: TrustParams
+) -> list[tuple[Predictions, Predictions, pd.DataFrame]]:
+    """(test predictions, the predictions their cluster opinions are learned on, :func:`dynamic_trust`) of
+    every (epoch, calibrator) of the test split: learned on the validation predictions of the same
+    (epoch, calibrator) when present, otherwise on the test predictions themselves. Computed once for
+    :func:`dynamic_trust_table` and :func:`selective_table`."""
+    val = {(p.epoch, p.calibrator): p for p in _by_split(preds, "val")}
+    out = []
+    for test in _by_split(preds, "test"):
+        fit = val.get((test.epoch, test.calibrator), test)
+        out.append((test, fit, dynamic_trust(fit, test, params)))
+    return out
+
+
+def dynamic_trust_table(
+    preds: Sequence[Predictions], params: TrustParams, opinions: list | None = None
+) -> pd.DataFrame:
     """Mean per-prediction opinion on the test set, for correct and incorrect predictions.
 
     Cluster opinions are learned on the validation predictions of the same
     (epoch, calibrator) when present (the operational setting), otherwise on
-    the test predictions themselves (``fitted_on`` says which).
+    the test predictions themselves (``fitted_on`` says which). ``opinions``: :func:`per_prediction_opinions`
+    of ``preds``, when already computed.
     """
-    val = {(p.epoch, p.calibrator): p for p in _by_split(preds, "val")}
     rows = []
-    for test in _by_split(preds, "test"):
-        fit = val.get((test.epoch, test.calibrator), test)
-        per_sample = dynamic_trust(fit, test, params)
+    for test, fit, per_sample in opinions if opinions is not None else per_prediction_opinions(preds, params):
         for correct, group in per_sample.groupby("correct"):
             rows.append(
                 dict(
@@ -238,7 +253,10 @@ COVERAGES = tuple(range(5, 101, 5))
 
 
 def selective_table(
-    preds: Sequence[Predictions], params: TrustParams, bootstrap: BootstrapParams | None = None
+    preds: Sequence[Predictions],
+    params: TrustParams,
+    bootstrap: BootstrapParams | None = None,
+    opinions: list | None = None,
 ) -> pd.DataFrame:
     """Trust as a selective-prediction signal (docs/method.md §13.1): per (epoch, calibrator) of the test
     predictions and per confidence score of :data:`trustcal.measures.selective.SCORES` (the max
@@ -248,13 +266,12 @@ def selective_table(
     percentile interval of each area, and ``diff_aurc`` / ``diff_augrc`` (score − max probability) with
     their paired interval, both areas of a resample computed on the same drawn rows. The opinions are
     held fixed under resampling: they are learned on the validation predictions (on the test
-    predictions themselves where there are none: then the interval leaves out their refit)."""
+    predictions themselves where there are none: then the interval leaves out their refit). ``opinions``:
+    :func:`per_prediction_opinions` of ``preds``, when already computed."""
     counts = _counts(preds, bootstrap)
-    val = {(p.epoch, p.calibrator): p for p in _by_split(preds, "val")}
     coverages = np.array(COVERAGES) / 100
     rows = []
-    for test in _by_split(preds, "test"):
-        opinion = dynamic_trust(val.get((test.epoch, test.calibrator), test), test, params)
+    for test, _, opinion in opinions if opinions is not None else per_prediction_opinions(preds, params):
         hit = opinion["correct"].to_numpy(dtype=np.float64)
         scores = opinion_scores(
             opinion["confidence"].to_numpy(),
@@ -288,8 +305,12 @@ def trust_tables(
     bootstrap: BootstrapParams | None = None,
 ) -> dict[str, pd.DataFrame]:
     preds = list(preds)
-    out = {"trust": trust_table(preds, params, bootstrap), "dynamic_trust": dynamic_trust_table(preds, params)}
-    out["selective"] = selective_table(preds, params, bootstrap)
+    opinions = per_prediction_opinions(preds, params)
+    out = {
+        "trust": trust_table(preds, params, bootstrap),
+        "dynamic_trust": dynamic_trust_table(preds, params, opinions),
+        "selective": selective_table(preds, params, bootstrap, opinions),
+    }
     if sweep is not None:
         out["trust_sweep"] = trust_sweep_table(preds, params, sweep)
     return out

@@ -78,13 +78,6 @@ SECTIONS = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATOR_SECTION)
 Drawer = Callable[[Mapping[str, "pd.DataFrame"], str, Sequence[str], Mapping[str, Any]], "Figure"]
 
 
-def _refinement():
-    """The figures of docs/method.md §13 (:mod:`.refinement`), imported when first drawn."""
-    from trustcal.reporting.figures import refinement
-
-    return refinement
-
-
 @dataclass(frozen=True)
 class FigureSpec:
     """One figure: how to draw it, what it reads, where it goes and how it is described."""
@@ -255,7 +248,9 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "selective_prediction",
-            lambda t, title, paths, o: _refinement().selective_prediction(t["selective"], t["history"], title, paths),
+            lambda t, title, paths, o: figures.refinement.selective_prediction(
+                t["selective"], t["history"], title, paths
+            ),
             tables=("selective", "history"),
             job="figures",
             section=PER_EPOCH,
@@ -266,7 +261,7 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "calibration_refinement",
-            lambda t, title, paths, o: _refinement().calibration_refinement(t["scores"], title, paths),
+            lambda t, title, paths, o: figures.refinement.calibration_refinement(t["scores"], title, paths),
             tables=("scores",),
             job="metric_figures",
             section=PER_EPOCH,
@@ -277,7 +272,7 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "smooth_reliability",
-            lambda t, title, paths, o: _refinement().smooth_reliability(
+            lambda t, title, paths, o: figures.refinement.smooth_reliability(
                 t["smooth_reliability"], t["history"], title, paths
             ),
             tables=("smooth_reliability", "history"),
