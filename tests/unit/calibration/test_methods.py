@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 from helpers.corpus import vote_fractions
+from helpers.synthetic import calibrated, draw_labels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,20 +30,6 @@ from trustcal.errors import TrustcalError
 
 EPS = np.finfo(np.float64).eps
 LINEAR = ("vector", "matrix", "dirichlet")
-
-
-def draw_labels(p, rng):
-    """One label per row drawn from the row's probabilities."""
-    c = p.cumsum(axis=1)
-    c[:, -1] = 1.0
-    return (c > rng.random((len(p), 1))).argmax(axis=1)
-
-
-def calibrated(n, k, seed, scale=2.0):
-    """Logits z ~ N(0, scale²) and labels drawn from softmax(z): z is perfectly calibrated."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(0, scale, (n, k))
-    return z, draw_labels(softmax(z), rng)
 
 
 def nll(p, y):
