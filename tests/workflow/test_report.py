@@ -70,6 +70,13 @@ def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished,
     assert "JPEG" in block and "`snakemake --cores 2`" in block
     assert f"**Verdict** on the paper's {len(CLAIMS)} result statements: " in block
     assert "[results/study/study.md](results/study/study.md)" in block and "| Statement" not in block
+    assert "× its training time" in block.split("**Data.**")[0]  # the run's wall time against its training
+    # docs/method.md §13's two questions answered per dataset, whatever the answers are
+    for question in ("rank right and wrong answers better than the max probability? ", "what rises after the best"):
+        assert block.count(question) == 2, question
+    for ds in ("mnist", "cifar10"):
+        paired = pd.read_csv(study / f"{ds}_selective_paired.csv.gz")
+        assert set(paired["score"]) == {"belief", "projected_probability", "evidence"} and paired["lo"].notna().all()
     # study.md: the full account, every claim, its links relative to results/study/ where it lives
     full = (study / "study.md").read_text()
     for claim in CLAIMS:

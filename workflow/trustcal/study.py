@@ -27,6 +27,13 @@ from trustcal.calibration import METHODS
 from trustcal.errors import TrustcalError
 from trustcal.files import atomic_path, paper_states, read_npz, read_seeds, temperature_rows
 from trustcal.measures.paired import PAIRED_KEYS, paired_interval, stack_seeds
+from trustcal.reporting.questions import (
+    lowest_epochs,
+    refinement_answer,
+    refinement_changes,
+    selective_answer,
+    selective_differences,
+)
 from trustcal.reporting.verdict import NOT_COMPARABLE, REPRODUCED, TENSIONS, invariance_note, load_runs
 from trustcal.training.history import best_epoch
 
@@ -64,6 +71,8 @@ TABLES = {  # table → columns kept in results/study/ (the figures' and the sum
         "smece",
         "brier",
         "net_trust_score",
+        "nll_calibration",
+        "nll_refinement",
         "nll_lo",
         "nll_hi",
         "ece_lo",
@@ -448,10 +457,11 @@ def _counts(table: pd.DataFrame) -> str:
     return ", ".join(f"{c.get(v, 0)} {v}" for v in (REPRODUCED, "not reproduced", "inconclusive", NOT_COMPARABLE))
 
 
-def wall_time(run_dir: Path) -> str:
+def wall_seconds(run_dir: Path) -> float:
     """The time Snakemake ran in ``run_dir``: over its logs that finished a job, first to last timestamp,
-    added up (a run continued by a later invocation counts both, not the pause between them)."""
-    minutes = 0.0
+    added up (a run continued by a later invocation counts both, not the pause between them; 0 when no
+    log finished a job)."""
+    seconds = 0.0
     for log in sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log")):
         text = log.read_text(errors="replace")
         if "Finished job" not in text:
@@ -461,10 +471,45 @@ def wall_time(run_dir: Path) -> str:
             for m in re.findall(r"^\[(\w{3} \w{3} +\d+ [\d:]{8} \d{4})\]", text, flags=re.M)
         ]
         if len(stamps) > 1:
-            minutes += (max(stamps) - min(stamps)).total_seconds() / 60
-    if not minutes:
-        return "unknown"
-    return f"{int(minutes // 60)} h {int(round(minutes % 60))} min" if minutes >= 60 else f"{minutes:.0f} min"
+            seconds += (max(stamps) - min(stamps)).total_seconds()
+    return seconds
+
+
+def run_times(run_dir: Path, histories) -> str:
+    """The **Run.** paragraph's times: the workflow's wall time (:func:`wall_seconds`), the training time
+    (the epochs' seconds in every seed's ``history.csv``) and their ratio."""
+    wall = wall_seconds(run_dir)
+    train = float(sum(pd.to_numeric(h["seconds"], errors="coerce").sum() for h in histories))
+    text = f"wall time {_duration(wall) if wall else 'unknown'} for the whole workflow, both datasets"
+    if wall and train > 0:
+        text += (
+            f"; training (the epochs' own seconds in every seed's history.csv) {_duration(train)}, so the "
+            f"whole study took {wall / train:.2f} × its training time"
+        )
+    return text
+
+
+def question_answers(results: Path, ds: str, seeds, tables: dict[str, pd.DataFrame], out: Path) -> list[str]:
+    """The answers to docs/method.md §13's two questions for ``ds`` (:mod:`trustcal.reporting.questions`),
+    as far as the run's files allow; writes ``out/{ds}_selective_paired.csv.gz`` (every epoch,
+    calibrator and opinion score)."""
+    answers = []
+    paths = [results / ds / f"seed{s}" / "selective.csv" for s in seeds]
+    if all(p.exists() for p in paths):
+        diffs = selective_differences(read_seeds(paths, ("epoch",), rule="trust"))
+        with atomic_path(out / f"{ds}_selective_paired.csv.gz") as tmp:
+            diffs.to_csv(tmp, index=False, float_format="%.6g", compression="gzip")
+        answers.append(selective_answer(diffs))
+    per_seed = load_paired(results, ds, seeds)
+    scores, history = tables["scores"], tables["history"]
+    if per_seed and "nll_refinement" in scores:
+        stacked = stack_seeds(per_seed)
+        if {"nll_calibration", "nll_refinement"} <= set(stacked["metrics"]) and "none" in list(stacked["calibrators"]):
+            best = {int(s): best_epoch(h) for s, h in history.groupby("seed")}
+            refined = lowest_epochs(scores, "nll_refinement")
+            changes = refinement_changes(stacked, best, refined)
+            answers.append(refinement_answer(changes, best, refined, int(max(stacked["epochs"]))))
+    return answers
 
 
 # --- What each job cost: results/benchmarks/ ------------------------------------------------------
@@ -772,8 +817,10 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
     lines = ["# The real study", "", f"<!-- {GENERATED} from a finished run; do not edit -->", ""]
     lines += [
         f"**Run.** `{command}` (commit `{_commit(run_dir)}`; configuration: `config.yaml` with "
-        "`workflow/study/config.yaml`), on " + machine() + f"; wall time {wall_time(run_dir)} for the whole "
-        "workflow, both datasets." + (f" {remark}" if remark else ""),
+        "`workflow/study/config.yaml`), on "
+        + machine()
+        + f"; {run_times(run_dir, [t['history'] for t in all_tables.values()])}."
+        + (f" {remark}" if remark else ""),
         "",
         *cost_section(results, out),
         "**Seeds.** "
@@ -791,6 +838,11 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
             f"{calibrator_findings(t['scores'], t['trust'])[0]}"
             for ds, t in all_tables.items()
             if t["scores"]["calibrator"].nunique() > 2
+        ),
+        *(
+            f"- {DATASET_NAMES[ds]}{' (JPEG-derived images)' if ds == 'cifar10' else ''}, {answer}"
+            for ds, seeds in runs.items()
+            for answer in question_answers(results, ds, seeds, all_tables[ds], out)
         ),
         "",
     ]

@@ -19,6 +19,7 @@ from trustcal.measures.paired import (
     paired_arrays,
     paired_difference,
     paired_interval,
+    paired_interval_from_intervals,
     paired_opinions,
     paired_scores,
     stack_seeds,
@@ -108,6 +109,49 @@ def test_without_replicates_only_the_seeds_count():
     )
     one = paired_interval(np.array([0.3]))
     assert float(one.lo) == float(one.hi) == 0.3 and np.isnan(one.se)
+
+
+def test_from_intervals_equals_the_replicates_interval_when_the_seeds_share_all_test_noise():
+    """Known answer (docs/method.md §12.7): every seed moves by the same e_b, each seed's interval is
+    d_s ± z·sd(e); the interval from the intervals is 12.3's with z for the t quantile of B − 1."""
+    z = stats.norm.ppf(0.975)
+    e = np.array([-0.5, 0.5, -0.5, 0.5])  # Var (ddof 1) = 1/3
+    sd = math.sqrt(1 / 3)
+    iv = paired_interval_from_intervals(POINTS, POINTS - z * sd, POINTS + z * sd)
+    half = math.sqrt(z**2 / 3 + stats.t.ppf(0.975, 2) ** 2 / 3)
+    assert float(iv.estimate) == 2.0 and float(iv.se) == pytest.approx(math.sqrt(2 / 3), rel=8 * EPS)
+    assert (float(iv.lo), float(iv.hi)) == pytest.approx((2 - half, 2 + half), rel=64 * EPS)
+    with_t = paired_interval(POINTS, POINTS[:, None] + e)  # the same with t(3) for z: wider by that only
+    t_half = math.sqrt(stats.t.ppf(0.975, 3) ** 2 / 3 + stats.t.ppf(0.975, 2) ** 2 / 3)
+    assert float(with_t.hi) - 2 == pytest.approx(t_half, rel=64 * EPS) and t_half > half
+
+
+def test_from_intervals_is_never_narrower_than_from_the_replicates():
+    """Cov(d_s, d_s') ≤ se_s·se_s': random mixtures of shared and seed-specific noise, symmetric per-seed
+    intervals d_s ± z·sd_s from the replicates' own sd; compared at equal quantiles (B large)."""
+    rng = np.random.default_rng(7)
+    z = stats.norm.ppf(0.975)
+    for _ in range(200):
+        seeds = int(rng.integers(2, 6))
+        shared, own = rng.exponential(size=2)
+        reps = shared * rng.normal(size=(1, 20_000)) + own * rng.normal(size=(seeds, 20_000)) * rng.uniform(
+            0.2, 2, size=(seeds, 1)
+        )
+        points = rng.normal(size=seeds)
+        reps = points[:, None] + reps - reps.mean(axis=1, keepdims=True)
+        sd = reps.std(axis=1, ddof=1)
+        wide = paired_interval_from_intervals(points, points - z * sd, points + z * sd)
+        exact = paired_interval(points, reps)  # its t(19 999) quantile is z·(1 + 1.6e-4)
+        assert float(wide.hi - wide.estimate) >= float(exact.hi - exact.estimate) / (1 + 2e-4)
+
+
+def test_from_intervals_with_one_seed_is_its_interval_and_bad_cells_are_nan():
+    iv = paired_interval_from_intervals(np.array([[0.1], [np.nan]]), np.array([[0.0], [0.0]]), np.array([[0.3], [1]]))
+    assert (iv.lo[0], iv.hi[0], iv.estimate[0]) == (0.0, 0.3, 0.1) and np.isnan([iv.lo[1], iv.hi[1]]).all()
+    two = paired_interval_from_intervals(np.array([1.0, np.nan]), np.zeros(2), np.ones(2) * 2)
+    assert np.isnan([two.estimate, two.lo, two.hi]).all()
+    with pytest.raises(ValueError, match="one shape"):
+        paired_interval_from_intervals(POINTS, POINTS[:2], POINTS)
 
 
 def test_vectorised_over_leading_axes_equals_cell_by_cell():

@@ -227,6 +227,56 @@ def paired_interval(points, replicates=None, level: float = 0.95) -> PairedInter
     )
 
 
+def paired_interval_from_intervals(points, lo, hi, level: float = 0.95) -> PairedInterval:
+    """:func:`paired_interval` when each seed kept only its own ``level`` interval of the difference,
+    not its replicates (all three … × S; e.g. a table's ``diff_*``, ``diff_*_lo``, ``diff_*_hi``).
+
+    Each seed's test-set standard error is read from its interval, se_s = (hi_s − lo_s)/(2·z), z the
+    normal quantile; the test-set term T (the mean covariance between seeds) is replaced by its upper
+    bound (mean_s se_s)², since Cov(d_s, d_s') ≤ se_s·se_s' (Cauchy–Schwarz). So the interval is at
+    least as wide as :func:`paired_interval`'s on the same replicates, and equal to it (up to the t
+    quantile of B − 1 degrees of freedom against z) when the seeds share all their test-set noise:
+    conservative, never narrower than what the replicates would give (docs/method.md §12.7). With one
+    seed: that seed's interval.
+    """
+    points = np.asarray(points, dtype=float)
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    if points.ndim < 1 or points.shape[-1] < 1 or lo.shape != points.shape or hi.shape != points.shape:
+        raise ValueError(
+            f"points, lo and hi must have one shape with the seeds last (… × S), got {points.shape}, "
+            f"{lo.shape} and {hi.shape}"
+        )
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1) (got {level})")
+    n_seeds = points.shape[-1]
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    estimate = points.mean(axis=-1)
+    se_test = ((hi - lo) / (2 * z)).mean(axis=-1)
+    if n_seeds == 1:
+        lo1, hi1 = lo[..., 0], hi[..., 0]
+        bad = ~(np.isfinite(estimate) & np.isfinite(lo1) & np.isfinite(hi1))
+        nan = np.full(estimate.shape, math.nan)
+        return PairedInterval(
+            estimate,
+            np.where(bad, nan, lo1),
+            np.where(bad, nan, hi1),
+            np.where(bad, nan, se_test),
+            np.full(estimate.shape, math.inf),
+        )
+    with np.errstate(invalid="ignore"):
+        seed = np.var(points, axis=-1, ddof=1) / n_seeds
+    half = np.sqrt(z**2 * se_test**2 + t_quantile(0.5 + level / 2, n_seeds - 1) ** 2 * seed)
+    bad = ~np.isfinite(estimate) | ~np.isfinite(half)
+    nan = np.full(estimate.shape, math.nan)
+    return PairedInterval(
+        estimate,
+        np.where(bad, nan, estimate - half),
+        np.where(bad, nan, estimate + half),
+        np.where(bad, nan, np.sqrt(se_test**2 + seed)),
+        np.where(bad, nan, float(n_seeds - 1)),
+    )
+
+
 def paired_difference(points_a, points_b, replicates_a=None, replicates_b=None, level: float = 0.95) -> PairedInterval:
     """:func:`paired_interval` of A − B, from each state's per-seed values (… × S) and replicates
     (… × S × B, on the same resamples)."""
