@@ -71,6 +71,7 @@ def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished,
     assert f"**Verdict** on the paper's {len(CLAIMS)} result statements: " in block
     assert "[results/study/study.md](results/study/study.md)" in block and "| Statement" not in block
     assert "× its training time" in block.split("**Data.**")[0]  # the run's wall time against its training
+    assert "**Cost.** Job wall time of training (`train`): " in block  # the summary of results/study/costs.md
     # docs/method.md §13's two questions answered per dataset, whatever the answers are
     for question in ("rank right and wrong answers better than the max probability? ", "what rises after the best"):
         assert block.count(question) == 2, question

@@ -937,7 +937,8 @@ def readme_block(study: Path) -> str:
 
     The run's provenance (the **Run.** and **Data.** paragraphs of ``study.md``, with the CIFAR-10 note),
     test accuracy, NLL, ECE and temperature at the first, best-validation and last epoch per dataset, the
-    verdict's counts (the run's and those on the author's predictions), the headline findings (the **In
+    verdict's counts (the run's and those on the author's predictions), the jobs' cost (the training
+    against every other rule, from ``costs.md``), the headline findings (the **In
     short** list of ``study.md``) and links to the rest. It reads only ``study``, so it can be rebuilt
     without the run (:func:`write_readme`).
     """
@@ -969,6 +970,20 @@ def readme_block(study: Path) -> str:
         else ""
     )
     header = ["dataset", "epoch", "test accuracy", "test NLL before → after", "test ECE before → after", "temperature"]
+    costs = study / "costs.md"
+    cost = (
+        [ln for ln in costs.read_text(encoding="utf-8").splitlines() if ln.startswith("Job wall time")]
+        if costs.exists()
+        else []
+    )
+    cost_note = (
+        [
+            f"**Cost.** {cost[0]} Every rule, its largest job and peak memory: [results/study/costs.md](results/study/costs.md).",
+            "",
+        ]
+        if cost
+        else []
+    )
     lines = [
         BEGIN,
         "",
@@ -983,6 +998,7 @@ def readme_block(study: Path) -> str:
         f"**Verdict** on the paper's {len(verdict)} result statements: {_counts(verdict)} "
         "([every statement with its interval](results/study/reproduction.md))." + on_authors,
         "",
+        *cost_note,
         "**In short** (mean ± sd over seeds, with each statement's verdict):",
         "",
         in_short.group(1).rstrip("\n"),
