@@ -359,14 +359,14 @@ def calibrator_findings(scores: pd.DataFrame, trust: pd.DataFrame, paired: pd.Da
     return out
 
 
-def calibrator_section(results: Path, ds: str, tables: dict[str, pd.DataFrame], out: Path) -> list[str]:
-    """The comparison of every calibrator with the raw model, when the run fitted more than temperature scaling."""
+def calibrator_section(results: Path, ds: str, tables: dict[str, pd.DataFrame], per_seed, out: Path) -> list[str]:
+    """The comparison of every calibrator with the raw model, when the run fitted more than temperature scaling
+    (``per_seed``: :func:`load_paired` of ``ds``)."""
     scores, trust, history = tables["scores"], tables["trust"], tables["history"]
     if "calibrator" not in scores or scores["calibrator"].nunique() <= 2:
         return []
     name = DATASET_NAMES[ds]
-    paired_arrays = load_paired(results, ds, sorted(scores["seed"].unique()))
-    paired = paired_comparisons(paired_arrays) if paired_arrays else None
+    paired = paired_comparisons(per_seed) if per_seed else None
     if paired is not None:  # the table behind the paired differences below
         paired.to_csv(out / f"{ds}_paired.csv.gz", index=False, float_format="%.6g")
     header = [
@@ -489,10 +489,10 @@ def run_times(run_dir: Path, histories) -> str:
     return text
 
 
-def question_answers(results: Path, ds: str, seeds, tables: dict[str, pd.DataFrame], out: Path) -> list[str]:
+def question_answers(results: Path, ds: str, seeds, tables: dict[str, pd.DataFrame], per_seed, out: Path) -> list[str]:
     """The answers to docs/method.md §13's two questions for ``ds`` (:mod:`trustcal.reporting.questions`),
-    as far as the run's files allow; writes ``out/{ds}_selective_paired.csv.gz`` (every epoch,
-    calibrator and opinion score)."""
+    as far as the run's files allow (``per_seed``: :func:`load_paired` of ``ds``); writes
+    ``out/{ds}_selective_paired.csv.gz`` (every epoch, calibrator and opinion score)."""
     answers = []
     paths = [results / ds / f"seed{s}" / "selective.csv" for s in seeds]
     if all(p.exists() for p in paths):
@@ -500,7 +500,6 @@ def question_answers(results: Path, ds: str, seeds, tables: dict[str, pd.DataFra
         with atomic_path(out / f"{ds}_selective_paired.csv.gz") as tmp:
             diffs.to_csv(tmp, index=False, float_format="%.6g", compression="gzip")
         answers.append(selective_answer(diffs))
-    per_seed = load_paired(results, ds, seeds)
     scores, history = tables["scores"], tables["history"]
     if per_seed and "nll_refinement" in scores:
         stacked = stack_seeds(per_seed)
@@ -814,6 +813,7 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
     for ext in ("md", "csv", "html"):
         shutil.copy(results / f"reproduction.{ext}", out / f"reproduction.{ext}")
     all_tables = {ds: {t: _table(results, ds, seeds, t) for t in TABLES} for ds, seeds in runs.items()}
+    paired_npz = {ds: load_paired(results, ds, seeds) for ds, seeds in runs.items()}  # read once, used twice
     lines = ["# The real study", "", f"<!-- {GENERATED} from a finished run; do not edit -->", ""]
     lines += [
         f"**Run.** `{command}` (commit `{_commit(run_dir)}`; configuration: `config.yaml` with "
@@ -842,7 +842,7 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
         *(
             f"- {DATASET_NAMES[ds]}{' (JPEG-derived images)' if ds == 'cifar10' else ''}, {answer}"
             for ds, seeds in runs.items()
-            for answer in question_answers(results, ds, seeds, all_tables[ds], out)
+            for answer in question_answers(results, ds, seeds, all_tables[ds], paired_npz[ds], out)
         ),
         "",
     ]
@@ -863,7 +863,7 @@ def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str
             save_png(src, out / f"{ds}_{fig}.png")
             title = FIGURE_TITLES[fig].format(fig=fig_no[ds][0], panel=fig_no[ds][1])
             lines += [f"![{name}: {title}](results/study/{ds}_{fig}.png)", ""]
-        lines += calibrator_section(results, ds, tables, out)
+        lines += calibrator_section(results, ds, tables, paired_npz[ds], out)
     lines += [
         "### The verdict: every result statement of the paper against these runs",
         "",
