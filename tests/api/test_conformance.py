@@ -78,15 +78,24 @@ def near_an_edge(probs: np.ndarray, n_bins: int, within: float) -> bool:
     return bool(np.min(np.abs(conf[:, None] - np.arange(n_bins + 1)[None, :] / n_bins)) <= within)
 
 
-def check_metrics(row: pd.Series, probs: np.ndarray, labels: np.ndarray, slack: float, where: str) -> None:
-    """The scores.csv row's metrics against the references, computed from ``probs`` and ``labels``."""
+def check_metrics(row: pd.Series, probs: np.ndarray, labels: np.ndarray, slack: float, where: str, logits=None) -> None:
+    """The scores.csv row's metrics against the references, computed from ``probs`` and ``labels`` (the NLL from
+    ``logits`` when the file held logits: exact, docs/method.md §2.12)."""
+    from scipy.special import log_softmax
     from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
 
     n, k = probs.shape
     assert row["accuracy"] == accuracy_score(labels, probs.argmax(axis=1)), where
-    # log_loss clips to [eps, 1 − eps]: ≤ eps per row beyond the floor trustcal shares with it (§2.12)
-    nll_ref = log_loss(labels, probs, labels=list(range(k)))
-    assert row["nll"] == pytest.approx(nll_ref, rel=0, abs=slack * n * EPS * 37 + EPS), where
+    assert bool(row["nll_exact"]) == (logits is not None), where
+    if logits is None:
+        # log_loss clips to [eps, 1 − eps]: ≤ eps per row beyond the floor trustcal shares with it (§2.12)
+        nll_ref = log_loss(labels, probs, labels=list(range(k)))
+        assert row["nll"] == pytest.approx(nll_ref, rel=0, abs=slack * n * EPS * 37 + EPS), where
+    else:
+        # scipy's log-softmax: a K-term log-sum-exp of row-centred logits, rounding ≤ (K + 2)·eps·(1 + max |z|) a row
+        nll_ref = -float(np.mean(log_softmax(logits, axis=1)[np.arange(n), labels]))
+        spread = float(np.abs(logits - logits.max(axis=1, keepdims=True)).max())
+        assert row["nll"] == pytest.approx(nll_ref, rel=0, abs=2 * (k + 2) * EPS * (1 + spread)), where
     brier_ref = brier_score_loss(labels, probs, labels=list(range(k)), scale_by_half=False)
     assert row["brier"] == pytest.approx(brier_ref, rel=0, abs=slack * n * EPS * 2), where
     if k == 2:  # the positive-class convention, for the record: trustcal's K-class sum is twice it
@@ -149,9 +158,10 @@ def test_every_format_reads_to_the_reference_metrics(name, members, tmp_path):
         raw = scores[scores["calibrator"] == "none"].set_index("split")
         from_logits = "logits" in fmt or "score" in fmt
         slack = 64 if from_logits else 1
-        check_metrics(raw.loc["test"], written.probs, written.labels, slack, f"{name} {fmt} test")
+        check_metrics(raw.loc["test"], written.probs, written.labels, slack, f"{name} {fmt} test", written.logits)
         if written.val_probs is not None:
-            check_metrics(raw.loc["val"], written.val_probs, written.val_labels, slack, f"{name} {fmt} val")
+            where = f"{name} {fmt} val"
+            check_metrics(raw.loc["val"], written.val_probs, written.val_labels, slack, where, written.val_logits)
             assert "temperature" in set(scores["calibrator"]), fmt
         doc = json.loads(stdout)
         by_calibrator = {r["calibrator"]: r for r in doc["calibrators"]}

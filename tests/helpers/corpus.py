@@ -153,7 +153,8 @@ def build() -> list[Member]:
 class Written:
     """A member written in one format: ``args`` make ``trustcal assess`` read it (sources and flags);
     ``probs`` and ``labels`` are the test predictions it must read, ``val_probs`` and ``val_labels`` the
-    validation ones (None: none given)."""
+    validation ones (None: none given); ``logits`` and ``val_logits`` the logits of a format that holds
+    logits (N×K; a binary score s as [0, s]), whose NLL is exact (None: probabilities)."""
 
     format: str
     args: list[str]
@@ -161,6 +162,8 @@ class Written:
     labels: np.ndarray
     val_probs: np.ndarray | None
     val_labels: np.ndarray | None
+    logits: np.ndarray | None = None
+    val_logits: np.ndarray | None = None
 
 
 FLOAT = "%.17g"  # round-trips every float64 exactly
@@ -201,7 +204,7 @@ def csv_logits(m: Member, d: Path) -> Written | None:
     _frame(m.s_test, cols, m.y_test).to_csv(d / "test.csv", index=False, float_format=FLOAT)
     _frame(m.s_val, cols, m.y_val).to_csv(d / "val.csv", index=False, float_format=FLOAT)
     args = [str(d / "test.csv"), "--validation", str(d / "val.csv"), "--kind", "logits"]
-    return Written("csv_logits", args, softmax(m.s_test), m.y_test, softmax(m.s_val), m.y_val)
+    return Written("csv_logits", args, softmax(m.s_test), m.y_test, softmax(m.s_val), m.y_val, m.s_test, m.s_val)
 
 
 def csv_reordered(m: Member, d: Path) -> Written:
@@ -249,7 +252,9 @@ def npz_logits(m: Member, d: Path) -> Written | None:
     if m.s_test is None:
         return None
     np.savez(d / "test.npz", logits=m.s_test, labels=m.y_test, val_logits=m.s_val, val_labels=m.y_val)
-    return Written("npz_logits", [str(d / "test.npz")], softmax(m.s_test), m.y_test, softmax(m.s_val), m.y_val)
+    return Written(
+        "npz_logits", [str(d / "test.npz")], softmax(m.s_test), m.y_test, softmax(m.s_val), m.y_val, m.s_test, m.s_val
+    )
 
 
 def _arrow(m: Member, d: Path, fmt: str) -> Written | None:
@@ -316,8 +321,10 @@ def binary_score_npz(m: Member, d: Path) -> Written | None:
         return None
     s_test, s_val = m.s_test[:, 1] - m.s_test[:, 0], m.s_val[:, 1] - m.s_val[:, 0]
     np.savez(d / "test.npz", logits=s_test, labels=m.y_test, val_logits=s_val, val_labels=m.y_val)
-    two = lambda s: softmax(np.column_stack([np.zeros(len(s)), s]))  # noqa: E731
-    return Written("binary_score_npz", [str(d / "test.npz")], two(s_test), m.y_test, two(s_val), m.y_val)
+    z_test, z_val = (np.column_stack([np.zeros(len(s)), s]) for s in (s_test, s_val))
+    return Written(
+        "binary_score_npz", [str(d / "test.npz")], softmax(z_test), m.y_test, softmax(z_val), m.y_val, z_test, z_val
+    )
 
 
 # name → writer; the conformance test assesses every member in every format that applies to it.

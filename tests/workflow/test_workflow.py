@@ -69,6 +69,29 @@ def test_tables_hold_sane_values(finished, dataset):
     assert (test["accuracy_lo"] <= test["accuracy_hi"]).all()
 
 
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_history_scores_and_calibration_report_one_nll(finished, dataset):
+    """One NLL convention across the run's tables (docs/method.md §2.12): history.csv's validation loss (PyTorch's
+    float32 cross-entropy during training), scores.csv's validation NLL of the raw model and calibration.csv's
+    val_nll_before (both float64 log-softmax of the saved logits) agree to float32 rounding: the loss of a
+    row is a K-term log-sum-exp of logits ≤ max |z| (≤ (K + 2)·eps32·(1 + max |z|)), and the mean of N such
+    terms adds ⌈log2 N⌉·eps32 of the largest."""
+    run = finished / "results" / dataset / "seed0"
+    history = pd.read_csv(run / "history.csv").set_index("epoch")
+    scores = pd.read_csv(run / "scores.csv")
+    raw_val = scores[(scores["calibrator"] == "none") & (scores["split"] == "val")].set_index("epoch")
+    calibration = pd.read_csv(run / "calibration.csv").set_index("epoch")
+    eps32 = float(np.finfo(np.float32).eps)
+    for epoch in history.index:
+        with np.load(run / "logits" / f"epoch{epoch:03d}.npz") as d:
+            z = d["val_logits"].astype(np.float64)
+        spread = float(np.abs(z - z.max(axis=1, keepdims=True)).max())
+        tol = (z.shape[1] + 2 + np.ceil(np.log2(len(z)))) * eps32 * (1 + spread) * 2
+        assert raw_val.loc[epoch, "nll"] == pytest.approx(history.loc[epoch, "val_loss"], rel=0, abs=tol), epoch
+        assert calibration.loc[epoch, "val_nll_before"] == pytest.approx(raw_val.loc[epoch, "nll"], rel=0, abs=1e-12)
+    assert scores["nll_exact"].astype(str).eq("True").all()
+
+
 def test_lint_and_nothing_left_to_do(finished):
     lint = snakemake(finished, "--lint")
     assert "good condition" in lint.stdout + lint.stderr

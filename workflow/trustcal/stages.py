@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trustcal.calibration import T_MAX, T_MIN, softmax
+from trustcal.calibration import T_MAX, T_MIN
 from trustcal.calibration.table import CALIBRATION_COLUMNS, SPLITS, calibration_row, load_states, save_states
 from trustcal.errors import TrustcalError
 from trustcal.files import read_csv, read_npz, write_csv, write_npz
@@ -138,14 +138,14 @@ def load_predictions(
         d = load_logits(path)
         for split in splits:
             logits, labels = d[f"{split}_logits"], d[f"{split}_labels"]
-            yield Predictions(epoch, RAW, split, softmax(logits), labels)
+            yield Predictions.of_logits(epoch, RAW, split, logits, labels)
             for name, states in fitted.items():
                 if epoch not in states:
                     raise TrustcalError(
                         f"{files[name]}: no {name} calibrator for epoch {epoch}; rerun "
                         "(snakemake --cores 2 --forcerun calibrate)."
                     )
-                yield Predictions(epoch, name, split, states[epoch].predict_proba(logits), labels)
+                yield Predictions.of_calibrator(epoch, name, split, states[epoch], logits, labels)
 
 
 def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> None:

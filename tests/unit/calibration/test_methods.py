@@ -26,6 +26,7 @@ from trustcal.calibration import (
     softmax,
 )
 from trustcal.calibration.base import MissingDependencyError
+from trustcal.calibration.methods import calibrator_class
 from trustcal.errors import TrustcalError
 
 EPS = np.finfo(np.float64).eps
@@ -681,9 +682,7 @@ def test_identity_family_never_raises_the_fit_nll_of_probability_inputs(method, 
 
 def confidently_wrong_logits():
     """Logits (N = 1000, K = 3, calibrated at scale 6) where 5 rows put their true class 5000 below another:
-    the true-class probability e^−5000 is below the floor, so softmax's own NLL (what the fit minimises)
-    exceeds the reported one by ~5000/200 nats; the fits soften the whole model to shrink it, which
-    raises the reported NLL."""
+    the true-class log-probability is −5000, far below any probability floor."""
     rng = np.random.default_rng(0)
     z = rng.normal(0, 6, (1000, 3))
     y = draw_labels(softmax(z), rng)
@@ -693,16 +692,48 @@ def confidently_wrong_logits():
 
 
 @pytest.mark.parametrize("method", IDENTITY_FAMILY)
-def test_a_fit_worse_than_the_identity_falls_back_and_says_so(method):
-    """The safeguard (docs/method.md §2.12): when the fitted map's reported NLL on its fit split exceeds the
-    uncalibrated model's, the identity map is used, flagged in the summary and the saved state, and named
-    in a diagnostic that names the calibrator."""
-    from trustcal.numerics import mean_nll
+def test_confidently_wrong_logits_are_fitted_on_the_nll_the_tables_report(method):
+    """The NLL of logits is exact (docs/method.md §2.12): a true class 5000 nats below another costs 5000 nats in
+    the reported NLL, as in PyTorch's cross-entropy, and the fit, whose objective is that NLL, lowers it with
+    no fallback (under a probability floor the reported NLL would count 36 nats, and the fits, softening the
+    model to shrink the 5000, would raise it)."""
+    from trustcal.calibration.table import calibration_row
 
+    torch = pytest.importorskip("torch")
     z, y = confidently_wrong_logits()
+    row, cal = calibration_row(0, {"val_logits": z, "val_labels": y}, method, "val")
+    exact = torch.nn.functional.cross_entropy(torch.from_numpy(z), torch.from_numpy(y).long()).item()
+    assert row["fit_nll_before"] == pytest.approx(exact, rel=0, abs=fit_rounding(z))
+    assert row["fit_nll_before"] > 5 * 5000 / 1000  # the five rows alone add 25 nats a sample
+    assert row["fit_nll_after"] < row["fit_nll_before"] and not cal.identity_fallback
+
+
+def worse_than_identity(method: str, k: int) -> Calibrator:
+    """A member of ``method``'s family far from the identity map (T = 50, or scales of 0.02): on calibrated
+    logits its NLL is well above the uncalibrated model's."""
+    state = calibrator_class(method).identity(k).state()
+    if "temperature" in state:
+        state["temperature"] = np.array(50.0)
+    else:
+        state["weights"] = state["weights"] * 0.02
+    return calibrator_from_state(method, state)
+
+
+@pytest.mark.parametrize("method", IDENTITY_FAMILY)
+def test_a_fit_worse_than_the_identity_falls_back_and_says_so(method, monkeypatch):
+    """The safeguard (docs/method.md §2.12): when the fitted map's reported NLL on its fit split exceeds the
+    uncalibrated model's (an optimiser's failure, simulated by a fit that returns a map far from the optimum),
+    the identity map is used, flagged in the summary and the saved state, and named in a diagnostic that
+    names the calibrator."""
+    from trustcal.numerics import logits_nll
+
+    z, y = calibrated(1000, 3, seed=4)
+    cls = calibrator_class(method)
+    monkeypatch.setattr(cls, "_fit", classmethod(lambda c, z, y, t_min, t_max, options: worse_than_identity(method, 3)))
     cal = fit_calibrator(method, z, y)
-    raw = mean_nll(softmax(z), y)
-    assert mean_nll(cal.predict_proba(z), y) <= raw + fit_rounding(z)
+    raw = logits_nll(z, y)
+    assert worse_than_identity(method, 3).nll(z, y) > raw + 0.1  # the simulated fit is worse
+    assert cal.nll(z, y) <= raw + fit_rounding(z)
     assert cal.summary()["identity_fallback"] is True
     np.testing.assert_allclose(cal.predict_proba(z), softmax(z), rtol=0, atol=8 * EPS)
     rebuilt = calibrator_from_state(method, cal.state())

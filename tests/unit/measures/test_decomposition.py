@@ -232,3 +232,47 @@ def test_scores_csv_columns_add_up_and_their_resamples_are_the_drawn_rows():
 def test_too_few_samples_give_nan():
     out = D.calibration_refinement(np.full((3, 2), 0.5), np.array([0, 1, 0]), temperature_recalibration, folds=5)
     assert all(math.isnan(v) for v in out.values())
+
+
+def test_against_probmetrics_on_confidently_wrong_logits(probmetrics):
+    """Late-epoch logits (3 % of the predictions confidently wrong, their true class 40 to 80 nats below the
+    top, beyond float64 eps's −36): the production path (``_refinement_losses`` on the predictions of the
+    logits) and probmetrics' ts-mix decomposition on the same logits and folds agree as on calibrated
+    predictions (the tolerance of the test above: probmetrics' bisection of u = log(1/T) to 32·2⁻³¹, a loss
+    moving by β·(range of log p) per unit of u). Both take the NLL from the log-softmax (probmetrics clips it
+    at −87.3, which no prediction here reaches); a floor at eps would have moved ours by ~0.4 nats."""
+    import torch
+    from helpers.synthetic import overconfident_logits
+
+    pm = probmetrics
+    z, y = overconfident_logits(4000, 10, seed=3, depth=80.0)
+    p = Predictions.of_logits(100, "none", "test", z, y)
+    ours = D.terms_from_losses(_refinement_losses(p, MetricParams(), seed=11))
+    fold = D.stratified_folds(y, 5, 11)
+
+    class Given(pm.splitters.Splitter):
+        def get_splits(self, y_true, random_state=None):
+            return [(np.flatnonzero(fold != f), np.flatnonzero(fold == f)) for f in range(5)]
+
+        def get_name(self):
+            return "given"
+
+    decomposed = pm.metrics.MetricsWithCalibration(
+        pm.metrics.CombinedMetrics([pm.metrics.LogLoss()]),
+        pm.calibrators.get_calibrator("temp-scaling", calibrate_with_mixture=True),
+        val_splitter=Given(),
+    )
+    theirs = decomposed.compute_all(
+        pm.metrics.CategoricalDirac(torch.as_tensor(y), n_classes=10),
+        pm.metrics.CategoricalLogits(torch.as_tensor(z)),
+    )
+    theirs = {key.rsplit("_", 2)[0]: float(value) for key, value in theirs.items()}  # less "_MixtureCalibrator_given"
+    log_p = p.log_probs
+    fits = [fit_temperature(log_p[fold != f], y[fold != f]) for f in range(5)]
+    beta = max(1 / fit.temperature for fit in fits)
+    spread = float(np.max(log_p.max(axis=1) - log_p.min(axis=1)))
+    tol = 2 * (32 * 2.0**-31) * beta * spread * 1.01 + 64 * len(y) * EPS
+    exact = -float(np.mean(log_p[np.arange(len(y)), y]))
+    assert ours["nll_calibration"] + ours["nll_refinement"] == pytest.approx(exact, abs=1e-12)
+    assert ours["nll_refinement"] == pytest.approx(theirs["refinement_logloss"], abs=tol)
+    assert ours["nll_calibration"] == pytest.approx(theirs["calib-err_logloss"], abs=tol)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from trustcal.calibration.table import CALIBRATION_COLUMNS, calibration_row
@@ -40,6 +41,14 @@ def calibrator_warnings(cal, path: Path, t_min: float, t_max: float) -> list[Inp
     ]
 
 
+def _observed(epoch: int, state: str, split: str, probs, logits, labels) -> Predictions:
+    """A file's own predictions: from its logits when it holds logits (exact log-probabilities), else its
+    probabilities (whose NLL floors them, docs/method.md §2.12)."""
+    if logits is not None and np.shape(logits) == np.shape(probs):
+        return Predictions.of_logits(epoch, state, split, logits, labels)
+    return Predictions(epoch, state, split, probs, labels)
+
+
 def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: CalibrationSettings = CalibrationSettings()):
     """The :class:`Predictions` of every file, plus calibration.csv rows where calibrators were fitted
     (on a file's validation predictions; a file named as calibrated counts as the paper's
@@ -71,12 +80,12 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: Calibratio
     for item in loaded:
         f = item.file
         state = PAPER_CALIBRATOR if f.calibrated else RAW
-        add(Predictions(f.epoch, state, "test", item.probs, item.labels), f.path)
+        add(_observed(f.epoch, state, "test", item.probs, item.logits, item.labels), f.path)
         if item.val_probs is None:
             if not f.calibrated:
                 unfitted.setdefault(f.epoch, f.path)
             continue
-        add(Predictions(f.epoch, state, "val", item.val_probs, item.val_labels), f.path)
+        add(_observed(f.epoch, state, "val", item.val_probs, item.val_logits, item.val_labels), f.path)
         if f.calibrated:
             continue  # already calibrated: used as it is
         # probabilities are fitted as log max(p, PROB_FLOOR): the floor of the reported NLL, so a calibrator's
@@ -95,8 +104,8 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: Calibratio
             for w in calibrator_warnings(cal, f.path, t_min, t_max):
                 warn(w)
             rows.append(row)
-            add(Predictions(f.epoch, method, "test", cal.predict_proba(logits), item.labels), f.path)
-            add(Predictions(f.epoch, method, "val", cal.predict_proba(val_logits), item.val_labels), f.path)
+            add(Predictions.of_calibrator(f.epoch, method, "test", cal, logits, item.labels), f.path)
+            add(Predictions.of_calibrator(f.epoch, method, "val", cal, val_logits, item.val_labels), f.path)
     if requested:
         _check_calibrators_fitted(calibrators, unfitted, {(p.epoch, p.calibrator) for p in preds}, warn)
     table = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS)) if rows else None

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustcal.calibration.temperature import T_MAX, T_MIN, softmax
+from trustcal.calibration.temperature import T_MAX, T_MIN
 from trustcal.errors import TrustcalError
-from trustcal.numerics import mean_nll
+from trustcal.numerics import logits_nll, mean_nll
 
 
 class MissingDependencyError(TrustcalError, ImportError):
@@ -131,7 +131,7 @@ class Calibrator(ABC):
         """Fit on N×K logits and N labels in 0..K−1; ``options`` as the method documents.
 
         The safeguard of docs/method.md §2.12: for a method whose family contains the identity
-        map, if the fitted map's NLL on these logits (floored as every table's, PROB_FLOOR) exceeds
+        map, if the fitted map's NLL on these logits (:meth:`nll`, exact, as every table's) exceeds
         that of softmax(logits) by more than float64 rounding, the identity map is returned instead,
         with ``identity_fallback`` set (and ``converged``/``iterations`` of the rejected fit)."""
         z = check_logits(logits)
@@ -140,7 +140,7 @@ class Calibrator(ABC):
         cal = cls._fit(z, y, t_min, t_max, dict(options))
         identity = cls.identity(z.shape[1], converged=cal.converged, iterations=cal.iterations, identity_fallback=True)
         if identity is not None:
-            raw, fitted = mean_nll(softmax(z), y), mean_nll(cal.predict_proba(z), y)
+            raw, fitted = logits_nll(z, y), cal.nll(z, y)
             # Rounding of a log-softmax of K terms of size ≤ |z| (row-centred): (K + 2) eps (1 + max |z|) per sample.
             rounding = (
                 (z.shape[1] + 2) * np.finfo(np.float64).eps * (1 + np.abs(z - z.max(axis=1, keepdims=True)).max())
@@ -163,6 +163,18 @@ class Calibrator(ABC):
     @abstractmethod
     def predict_proba(self, logits: np.ndarray) -> np.ndarray:
         """N×K float64 calibrated probabilities: rows sum to 1, entries in [0, 1]."""
+
+    def predict(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The calibrated probabilities and their exact log-probabilities (N×K float64 each), or None in place
+        of the latter for a map that gives probabilities (histogram binning, isotonic regression: a bin can
+        give 0), whose NLL floors them (docs/method.md §2.12)."""
+        return self.predict_proba(logits), None
+
+    def nll(self, logits: np.ndarray, labels: np.ndarray) -> float:
+        """Mean NLL of the calibrated predictions of ``logits``, as every table reports it
+        (:func:`trustcal.numerics.mean_nll` of :meth:`predict`)."""
+        probs, log_probs = self.predict(logits)
+        return mean_nll(probs, labels, log_probs)
 
     @property
     @abstractmethod

@@ -23,11 +23,12 @@ projected gradient component), ``max_iter`` (1000), and for matrix and Dirichlet
 from __future__ import annotations
 
 import contextlib
+from abc import abstractmethod
 
 import numpy as np
 
 from trustcal.calibration.base import Calibrator, check_logits, no_more_options, option, require
-from trustcal.calibration.temperature import T_MAX, T_MIN, fit_temperature, log_softmax, softmax
+from trustcal.calibration.temperature import T_MAX, T_MIN, fit_temperature, log_softmax
 
 # ODIR's default weights (docs/method.md §2.7). Kull et al. choose λ and μ by cross-validation
 # over 10^-5…10^3; one fixed pair is kept here, so 100 epochs × 8 runs need no inner CV.
@@ -49,7 +50,22 @@ def _one_blas_thread():
     return threadpool_limits(1, user_api="blas")
 
 
-class NoCalibration(Calibrator):
+class _SoftmaxMap(Calibrator):
+    """A map that ends in a softmax: its log-probabilities are exact (a log-softmax), never floored."""
+
+    @abstractmethod
+    def predict_log_proba(self, logits) -> np.ndarray:
+        """N×K float64 exact log-probabilities of the calibrated predictions."""
+
+    def predict_proba(self, logits):
+        return np.exp(self.predict_log_proba(logits))
+
+    def predict(self, logits):
+        log_probs = self.predict_log_proba(logits)
+        return np.exp(log_probs), log_probs
+
+
+class NoCalibration(_SoftmaxMap):
     """softmax(z): the uncalibrated probabilities, for comparison."""
 
     method = "none"
@@ -60,8 +76,8 @@ class NoCalibration(Calibrator):
         no_more_options(cls.method, options, cls.options)
         return cls(z.shape[1])
 
-    def predict_proba(self, logits):
-        return softmax(check_logits(logits, self.n_classes))
+    def predict_log_proba(self, logits):
+        return log_softmax(check_logits(logits, self.n_classes))
 
     @property
     def n_parameters(self):
@@ -75,7 +91,7 @@ class NoCalibration(Calibrator):
         return cls(n_classes, **flags)
 
 
-class TemperatureScaling(Calibrator):
+class TemperatureScaling(_SoftmaxMap):
     """softmax(z / T) with T from :func:`fit_temperature` (options ``tol``, ``max_iter`` as there)."""
 
     method = "temperature"
@@ -109,8 +125,8 @@ class TemperatureScaling(Calibrator):
     def temperature(self):
         return self._temperature
 
-    def predict_proba(self, logits):
-        return softmax(check_logits(logits, self.n_classes), self._temperature)
+    def predict_log_proba(self, logits):
+        return log_softmax(check_logits(logits, self.n_classes) / self._temperature)
 
     @property
     def n_parameters(self):
@@ -124,7 +140,7 @@ class TemperatureScaling(Calibrator):
         return cls(n_classes, arrays["temperature"].item(), **flags)
 
 
-class _LinearScaling(Calibrator):
+class _LinearScaling(_SoftmaxMap):
     """softmax(W x + b) of features x = features(z); W diagonal (vector scaling) or full."""
 
     full: bool  # W a full K×K matrix (else a vector of K scales)
@@ -172,8 +188,8 @@ class _LinearScaling(Calibrator):
     def _scores(self, x: np.ndarray) -> np.ndarray:
         return (x @ self.weights.T if self.full else x * self.weights) + self.bias
 
-    def predict_proba(self, logits):
-        return softmax(self._scores(self.features(check_logits(logits, self.n_classes))))
+    def predict_log_proba(self, logits):
+        return log_softmax(self._scores(self.features(check_logits(logits, self.n_classes))))
 
     @property
     def n_parameters(self):

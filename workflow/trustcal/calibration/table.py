@@ -12,8 +12,8 @@ import numpy as np
 
 from trustcal.calibration.base import Calibrator
 from trustcal.calibration.methods import calibrator_from_state, fit_calibrator
-from trustcal.calibration.temperature import T_MAX, T_MIN, softmax
-from trustcal.numerics import mean_nll
+from trustcal.calibration.temperature import T_MAX, T_MIN
+from trustcal.numerics import logits_nll
 
 CALIBRATION_COLUMNS = (
     "epoch",
@@ -50,7 +50,7 @@ def calibration_row(
 
     def nlls(s):
         logits, labels = d[f"{s}_logits"], d[f"{s}_labels"]
-        return mean_nll(softmax(logits), labels), mean_nll(cal.predict_proba(logits), labels)
+        return logits_nll(logits, labels), cal.nll(logits, labels)
 
     fit_before, fit_after = nlls(split)
     val_before, val_after = nlls("val")

@@ -13,13 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustcal.numerics import log_softmax
+
 T_MIN, T_MAX = 0.01, 100.0  # the temperature search interval (config: calibration.t_min / t_max)
-
-
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustcal.measures.limits import MAX_RESAMPLES, MAX_SEED, RESAMPLES_COST, SEED_COST, check_count
 from trustcal.measures.trust import TrustParams, cluster_index
 from trustcal.numerics import true_class_nll
 
@@ -31,8 +32,8 @@ class BootstrapParams:
     level: float = 0.95
 
     def __post_init__(self):
-        if self.resamples < 1:
-            raise ValueError(f"resamples must be ≥ 1 (got {self.resamples})")
+        check_count("resamples", self.resamples, 1, MAX_RESAMPLES, RESAMPLES_COST)
+        check_count("seed", self.seed, 0, MAX_SEED, SEED_COST)
         if not 0 < self.level < 1:
             raise ValueError(f"level must be in (0, 1) (got {self.level})")
 
@@ -92,7 +93,9 @@ def bootstrap_opinions(
     return dict(belief=r / total, disbelief=s / total, uncertainty=params.weight / total)
 
 
-def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, params) -> dict[str, np.ndarray]:
+def bootstrap_scores(
+    probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, params, log_probs: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """The scores of every resample (``counts``: B × N, :func:`resample_counts`), each a length-B array:
     accuracy, mean_confidence, nll, brier, net_trust_score, ece, ece_{M} and ece_mass_{M} for every
     M of ``params.ece_bins``, classwise_ece, l2_ece and l2_ece_debiased (``params.l2_bins``
@@ -123,7 +126,7 @@ def bootstrap_scores(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, 
     per_sample = {  # one column each
         "accuracy": hit,
         "mean_confidence": conf,
-        "nll": true_class_nll(probs, labels),
+        "nll": true_class_nll(probs, labels, log_probs),
         "brier": ((probs - onehot) ** 2).sum(axis=1),
         "net_trust_score": q,
     }

@@ -61,14 +61,15 @@ def stratified_folds(labels, folds: int, seed: int) -> np.ndarray:
     return fold
 
 
-def cross_fitted(probs, labels, fit: Recalibrator, folds: int = 5, seed: int = 0) -> np.ndarray:
+def cross_fitted(probs, labels, fit: Recalibrator, folds: int = 5, seed: int = 0, log_probs=None) -> np.ndarray:
     """The recalibrated probabilities of every sample from the map fitted on the other folds (N × K float64):
     (1 − λ)·g_f(log p) + λ/K with λ = 1/(n_fit + 1), g_f fitted by ``fit`` on the log-probabilities
-    (floored at :data:`trustcal.numerics.PROB_FLOOR`) and labels of every fold but f."""
+    (``log_probs``, exact, when the predictions come from logits; else log p floored at
+    :data:`trustcal.numerics.PROB_FLOOR`) and labels of every fold but f."""
     probs = np.asarray(probs, dtype=np.float64)
     labels = np.asarray(labels).astype(np.int64)
     n, k = probs.shape
-    log_probs = floored_log(probs)
+    log_probs = floored_log(probs) if log_probs is None else np.asarray(log_probs, dtype=np.float64)
     fold = stratified_folds(labels, folds, seed)
     out = np.empty((n, k))
     for f in range(folds):  # K fits, not a loop over samples
@@ -80,17 +81,17 @@ def cross_fitted(probs, labels, fit: Recalibrator, folds: int = 5, seed: int = 0
     return out
 
 
-def loss_terms(probs, labels, refined) -> dict[str, np.ndarray]:
+def loss_terms(probs, labels, refined, log_probs=None) -> dict[str, np.ndarray]:
     """Per-sample losses (N float64 each): ``nll`` and ``brier`` of ``probs`` (as the scores report them:
-    :func:`trustcal.numerics.true_class_nll`, Σ_k (p_ik − 1[y_i = k])²) and ``nll_refined`` /
-    ``brier_refined`` of the recalibrated ``refined``."""
+    :func:`trustcal.numerics.true_class_nll`, exact from ``log_probs`` when given, Σ_k (p_ik − 1[y_i = k])²) and
+    ``nll_refined`` / ``brier_refined`` of the recalibrated ``refined``."""
     probs = np.asarray(probs, dtype=np.float64)
     refined = np.asarray(refined, dtype=np.float64)
     labels = np.asarray(labels).astype(np.int64)
     onehot = np.zeros_like(probs)
     onehot[np.arange(labels.size), labels] = 1.0
     return {
-        "nll": true_class_nll(probs, labels),
+        "nll": true_class_nll(probs, labels, log_probs),
         "nll_refined": true_class_nll(refined, labels),
         "brier": ((probs - onehot) ** 2).sum(axis=1),
         "brier_refined": ((refined - onehot) ** 2).sum(axis=1),
@@ -108,12 +109,14 @@ def terms_from_losses(losses: dict[str, np.ndarray]) -> dict[str, float]:
     return {name: out[name] for name in TERMS}
 
 
-def calibration_refinement(probs, labels, fit: Recalibrator, folds: int = 5, seed: int = 0) -> dict[str, float]:
+def calibration_refinement(
+    probs, labels, fit: Recalibrator, folds: int = 5, seed: int = 0, log_probs=None
+) -> dict[str, float]:
     """``nll_calibration``, ``nll_refinement``, ``brier_calibration``, ``brier_refinement`` of the predictions
     (module docstring): the refinement is the loss of :func:`cross_fitted` predictions, the calibration the
     loss of ``probs`` minus it. NaN when there are fewer samples than folds."""
     labels = np.asarray(labels)
     if labels.size < folds:
         return dict.fromkeys(TERMS, math.nan)
-    refined = cross_fitted(probs, labels, fit, folds, seed)
-    return terms_from_losses(loss_terms(probs, labels, refined))
+    refined = cross_fitted(probs, labels, fit, folds, seed, log_probs)
+    return terms_from_losses(loss_terms(probs, labels, refined, log_probs))

@@ -116,11 +116,12 @@ def accuracy(probs, labels) -> float:
     return float(np.mean(np.argmax(probs, axis=1) == labels))
 
 
-def nll(probs, labels) -> float:
-    """Mean negative log-likelihood −(1/N) Σ_i log max(p_{i,y_i}, PROB_FLOOR) (docs/method.md §5, §2.12):
-    the floor of every calibrator's fit, float64 eps as in scikit-learn's ``log_loss``."""
+def nll(probs, labels, log_probs=None) -> float:
+    """Mean negative log-likelihood −(1/N) Σ_i log p_{i,y_i} (docs/method.md §5, §2.12): exact from
+    ``log_probs`` (the log-softmax of logits) when given; else with p floored at PROB_FLOOR, float64 eps as in
+    scikit-learn's ``log_loss``."""
     probs, labels = _check(probs, labels)
-    return mean_nll(probs, labels)
+    return mean_nll(probs, labels, log_probs)
 
 
 def brier(probs, labels) -> float:
@@ -612,6 +613,7 @@ def scalar_metrics(
     probs,
     labels,
     *,
+    log_probs=None,
     ece_bins=(10, 15),
     nts_alpha: float = 1.0,
     nts_beta: float = 1.0,
@@ -620,7 +622,8 @@ def scalar_metrics(
     reliability_bins: int = 10,
     l2_bins: int = 15,
 ) -> dict[str, float]:
-    """Every scalar metric as a flat dict with stable snake_case keys.
+    """Every scalar metric as a flat dict with stable snake_case keys; ``log_probs``, the exact
+    log-probabilities of predictions from logits, makes the NLL exact (:func:`nll`).
 
     Keys (sections of docs/method.md in brackets):
 
@@ -651,7 +654,7 @@ def scalar_metrics(
     out: dict[str, float] = {
         "accuracy": float(np.mean(hit)),
         "mean_confidence": float(np.mean(conf)),
-        "nll": nll(probs, labels),
+        "nll": nll(probs, labels, log_probs),
         "brier": brier(probs, labels),
         "ece": _ece_from_gaps(*width[ece_bins[0]]),
     }

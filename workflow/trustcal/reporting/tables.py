@@ -33,9 +33,23 @@ from trustcal.measures.bootstrap import (
     percentile_interval,
     resample_counts,
 )
+from trustcal.measures.limits import (
+    BINS_COST,
+    CLUSTERS_COST,
+    EPOCHS_COST,
+    FOLDS_COST,
+    MAX_BINS,
+    MAX_CLUSTERS,
+    MAX_EPOCHS,
+    MAX_FOLDS,
+    MAX_POINTS,
+    POINTS_COST,
+    check_count,
+)
 from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverages, selective_areas
 from trustcal.measures.smooth import bootstrap_smece, smooth_reliability
 from trustcal.measures.trust import TRUST_COLUMNS, TrustParams, cluster_evidence, cluster_index, trust_opinions
+from trustcal.numerics import log_softmax
 
 __all__ = [
     "PAPER_CALIBRATOR",
@@ -57,6 +71,21 @@ class Predictions:
     split: str  # "test" or "val"
     probs: np.ndarray
     labels: np.ndarray
+    # The exact log-probabilities (a log-softmax) where the predictions come from logits; None where they
+    # come as probabilities, whose NLL floors them (docs/method.md §2.12).
+    log_probs: np.ndarray | None = None
+
+    @classmethod
+    def of_logits(cls, epoch: int, calibrator: str, split: str, logits, labels) -> Predictions:
+        """softmax(``logits``), with its exact log-probabilities."""
+        log_probs = log_softmax(logits)
+        return cls(epoch, calibrator, split, np.exp(log_probs), labels, log_probs)
+
+    @classmethod
+    def of_calibrator(cls, epoch: int, calibrator: str, split: str, cal, logits, labels) -> Predictions:
+        """The predictions of a fitted calibrator ``cal`` (named ``calibrator``) on ``logits``."""
+        probs, log_probs = cal.predict(logits)
+        return cls(epoch, calibrator, split, probs, labels, log_probs)
 
 
 @dataclass(frozen=True)
@@ -73,12 +102,30 @@ class MetricParams:
     refinement_folds: int = 5  # folds of the cross-fitted recalibration (docs/method.md §13.2)
     smooth_points: int = 101  # points t of the smooth reliability diagram (docs/method.md §13.3)
 
+    def __post_init__(self):
+        """The integer settings within the bounds of :mod:`trustcal.measures.limits` (one line each)."""
+        if isinstance(self.ece_bins, (str, bytes)) or not len(self.ece_bins):
+            raise ValueError(f"ece_bins must be one or more bin counts, e.g. (10, 15) (got {self.ece_bins!r})")
+        for m in self.ece_bins:
+            check_count("ece_bins", m, 1, MAX_BINS, BINS_COST)
+        for name in ("geo_bins", "reliability_bins", "l2_bins"):
+            check_count(name, getattr(self, name), 1, MAX_BINS, BINS_COST)
+        for name in ("density_points", "smooth_points"):
+            check_count(name, getattr(self, name), 2, MAX_POINTS, POINTS_COST)
+        check_count("refinement_folds", self.refinement_folds, 2, MAX_FOLDS, FOLDS_COST)
+
 
 @dataclass(frozen=True)
 class SweepParams:
     clusters: tuple[int, ...] = (2, 5, 10, 20, 50, 100)
     representatives: tuple[str, ...] = ("midpoint", "mean")
     epochs: tuple[int, ...] = (1, 10, 20, 50, 100)  # plus always the last epoch
+
+    def __post_init__(self):
+        for m in self.clusters:
+            check_count("clusters_sweep", m, 1, MAX_CLUSTERS, CLUSTERS_COST)
+        for e in self.epochs:
+            check_count("sweep_epochs", e, 1, MAX_EPOCHS, EPOCHS_COST)
 
 
 def _keys(p: Predictions, **extra) -> dict:
@@ -338,8 +385,8 @@ def _refinement_losses(p: Predictions, mp: MetricParams, seed: int) -> dict[str,
         previous[0] = temperature = newton_temperature(log_probs, labels, start=previous[0])
         return lambda z: softmax(z, temperature)
 
-    refined = decomposition.cross_fitted(p.probs, p.labels, fit, mp.refinement_folds, seed)
-    return decomposition.loss_terms(p.probs, p.labels, refined)
+    refined = decomposition.cross_fitted(p.probs, p.labels, fit, mp.refinement_folds, seed, log_probs=p.log_probs)
+    return decomposition.loss_terms(p.probs, p.labels, refined, log_probs=p.log_probs)
 
 
 def _refinement_replicates(losses: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
@@ -367,7 +414,9 @@ def score_tables(
     """``scores`` (every scalar metric per epoch × calibrator × split; with ``bootstrap``, the
     percentile interval of each bootstrapped metric on the test split) and the side tables.
 
-    Besides :func:`trustcal.measures.metrics.scalar_metrics`, the rows of the side tables' splits (below)
+    Besides :func:`trustcal.measures.metrics.scalar_metrics` (its NLL exact where the predictions carry
+    their log-probabilities, and ``nll_exact`` saying so; floored probabilities otherwise, docs/method.md
+    §2.12), the rows of the side tables' splits (below)
     have the calibration and refinement terms of the NLL and the Brier score (docs/method.md §13.2;
     ``mp.refinement_folds`` folds drawn with the bootstrap seed, temperature scaling as the recalibration;
     NaN on the other rows: five temperature fits per row are the largest cost of a row); on the test split
@@ -396,6 +445,7 @@ def score_tables(
             **metrics.scalar_metrics(
                 p.probs,
                 p.labels,
+                log_probs=p.log_probs,
                 ece_bins=mp.ece_bins,
                 nts_alpha=mp.nts_alpha,
                 nts_beta=mp.nts_beta,
@@ -405,13 +455,14 @@ def score_tables(
                 l2_bins=mp.l2_bins,
             ),
         )
+        row["nll_exact"] = p.log_probs is not None  # the NLL's convention: log-softmax, or p floored (§2.12)
         losses = _refinement_losses(p, mp, fold_seed) if p.split in side_splits else None
         row.update(decomposition.terms_from_losses(losses) if losses else dict.fromkeys(decomposition.TERMS, np.nan))
         tested = counts is not None and p.split == "test"
         conf = p.probs.max(axis=1)
         hit = (p.probs.argmax(axis=1) == p.labels).astype(np.float64)
         if tested:
-            replicates = bootstrap_scores(p.probs, p.labels, counts, mp)
+            replicates = bootstrap_scores(p.probs, p.labels, counts, mp, log_probs=p.log_probs)
             replicates["smece"] = bootstrap_smece(conf, hit, counts)
             if losses:
                 replicates.update(_refinement_replicates(losses, counts))

@@ -1,0 +1,109 @@
+"""The stages the rules run (trustcal/stages.py), called directly on small files.
+
+The NLL of logits is exact (docs/method.md §2.12): scores.csv and calibration.csv against PyTorch's
+cross-entropy in float64 on logits whose true class lies up to 90 nats below the top, the probability path
+against scikit-learn's ``log_loss``, and the fit objective at the identity map equal to the reported NLL on
+both paths.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.synthetic import overconfident_logits
+
+from trustcal import stages
+from trustcal.calibration import fit_calibrator
+from trustcal.numerics import PROB_FLOOR, floored_log, logits_nll
+from trustcal.reporting.tables import MetricParams
+from trustcal.settings import Settings
+
+EPS = float(np.finfo(np.float64).eps)
+SCORE_TABLES = ("scores", "trust_spectrum", "reliability", "trust_density", "smooth_reliability")
+
+
+def torch_nll(z: np.ndarray, y: np.ndarray, temperature: float = 1.0) -> float:
+    torch = pytest.importorskip("torch")
+    logits = torch.from_numpy(np.asarray(z, dtype=np.float64) / temperature)
+    return torch.nn.functional.cross_entropy(logits, torch.from_numpy(y).long()).item()
+
+
+def nll_rounding(z: np.ndarray) -> float:
+    """What float64 may change in a mean of K-term log-softmaxes of row-centred logits of size ≤ max |z|."""
+    return (z.shape[1] + 2) * EPS * (1 + np.abs(z - z.max(axis=1, keepdims=True)).max())
+
+
+def run_scores(tmp_path, logits: dict, methods=("temperature", "vector")) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The calibrate and scores stages on one epoch's logits file: (scores.csv, calibration rows)."""
+    path = tmp_path / "epoch001.npz"
+    np.savez(path, **logits)
+    states, rows = [], []
+    for method in methods:
+        states.append(str(tmp_path / f"{method}.npz"))
+        rows.append(stages.calibrate_stage([str(path)], states[-1], tmp_path / f"{method}.csv", method=method))
+    outputs = {t: str(tmp_path / f"{t}.csv") for t in SCORE_TABLES}
+    stages.scores_stage([str(path)], states, outputs, Settings(metrics=MetricParams(), bootstrap=None))
+    return pd.read_csv(outputs["scores"]), pd.concat(rows, ignore_index=True)
+
+
+def test_scores_nll_of_logits_is_pytorch_cross_entropy_beyond_any_floor(tmp_path):
+    z_test, y_test = overconfident_logits(3000, 10, seed=1)
+    z_val, y_val = overconfident_logits(1500, 10, seed=2)
+    log_p_true = z_test[np.arange(len(y_test)), y_test] - np.log(np.exp(z_test).sum(axis=1))
+    assert log_p_true.min() < -89 and (log_p_true < np.log(PROB_FLOOR)).sum() >= 30  # far beyond eps's −36
+    scores, calibration = run_scores(
+        tmp_path, dict(val_logits=z_val, val_labels=y_val, test_logits=z_test, test_labels=y_test)
+    )
+    row = scores.set_index(["calibrator", "split"])
+    exact = torch_nll(z_test, y_test)
+    assert row.loc[("none", "test"), "nll"] == pytest.approx(exact, rel=0, abs=1e-12)
+    assert row.loc[("none", "val"), "nll"] == pytest.approx(torch_nll(z_val, y_val), rel=0, abs=1e-12)
+    floored = float(np.mean(-np.maximum(log_p_true, np.log(PROB_FLOOR))))
+    assert exact - floored > 0.3  # what a floor would hide here
+    temperature = float(calibration.set_index("calibrator").loc["temperature", "temperature"])
+    assert temperature > 1.5  # the fit softens the overconfident model
+    assert row.loc[("temperature", "test"), "nll"] == pytest.approx(
+        torch_nll(z_test, y_test, temperature), rel=0, abs=1e-12
+    )
+    assert row["nll_exact"].all()
+    # one convention across the tables: calibration.csv's NLLs are the scores' (fit split: validation)
+    for method, cal in calibration.set_index("calibrator").iterrows():
+        assert cal["fit_nll_before"] == pytest.approx(row.loc[("none", "val"), "nll"], rel=0, abs=nll_rounding(z_val))
+        assert cal["fit_nll_after"] == pytest.approx(row.loc[(method, "val"), "nll"], rel=0, abs=nll_rounding(z_val))
+        assert cal["fit_nll_after"] < cal["fit_nll_before"] and not cal["identity_fallback"]
+
+
+def test_scores_nll_of_probabilities_is_scikit_learn_log_loss_and_the_fit_starts_from_it(tmp_path):
+    """Probability inputs keep the documented floor (a stored 0 has log −∞): scikit-learn's ``log_loss`` (which
+    clips at float64's eps) on probabilities with exact zeros on the true class, ``nll_exact`` false; and the
+    fit objective at the identity map (the NLL of softmax(log max(p, eps))) equals the reported NLL to K·eps."""
+    metrics = pytest.importorskip("sklearn.metrics")
+    import trustcal
+
+    rng = np.random.default_rng(4)
+    n, k = 2000, 5
+    y = rng.integers(0, k, n)
+    p = rng.dirichlet(np.full(k, 0.3), n)
+    p[np.arange(n), y] += 1.0
+    p /= p.sum(axis=1, keepdims=True)
+    wrong = np.r_[0:20, 1000:1020]  # forty predictions certain of a wrong class: p(true) = 0 exactly
+    p[wrong, :] = 0.0
+    p[wrong, (y[wrong] + 1) % k] = 1.0
+    val = (p[:1000], y[:1000])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the certain wrong predictions are worth a warning, not this test's
+        result = trustcal.assess(
+            p[1000:], y[1000:], kind="probs", validation=val, calibrators=["temperature"], bootstrap=None, sweep=None
+        )
+    scores = result.tables["scores"].set_index(["calibrator", "split"])
+    want = metrics.log_loss(y[1000:], p[1000:], labels=np.arange(k))
+    assert scores.loc[("none", "test"), "nll"] == pytest.approx(want, rel=1e-13)
+    assert not scores.loc[("none", "test"), "nll_exact"] and scores.loc[("temperature", "test"), "nll_exact"]
+    z_val = floored_log(val[0])
+    objective_at_identity = logits_nll(z_val, val[1])
+    assert objective_at_identity == pytest.approx(scores.loc[("none", "val"), "nll"], rel=0, abs=k * EPS + 1e-15)
+    cal = fit_calibrator("temperature", z_val, val[1])
+    assert cal.nll(z_val, val[1]) <= objective_at_identity + nll_rounding(z_val)
