@@ -1,14 +1,21 @@
-# Set-up and entry points. Needs only Python 3.11+ (and network access for the
-# packages and, for `reproduce`, the datasets).
+# Set-up and entry points. Needs Python 3.11+ and network access to PyPI for the
+# packages; `reproduce` also needs the dataset hosts, or the datasets staged by hand
+# (docs/usage.md#the-datasets).
 PYTHON ?= python3
 VENV   ?= .venv
 CORES  ?= all
 BIN    := $(VENV)/bin
+# The run's configuration, the same for `reproduce` and `report` (the report is of the run that
+# configuration made): e.g. RUN_CONFIG="--config epochs=3 'datasets=[mnist]'".
+RUN_CONFIG ?=
 
-.PHONY: reproduce test test-unit lint format docs benchmark clean-venv
+.PHONY: reproduce report test test-unit lint format docs benchmark clean-venv
 
-reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs)
-	$(BIN)/snakemake --cores $(CORES)
+reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs; RUN_CONFIG: another run)
+	$(BIN)/snakemake --cores $(CORES) $(RUN_CONFIG) || $(BIN)/python workflow/scripts/failed_jobs.py
+
+report: $(VENV)/.installed  ## report.html, the HTML report of the finished run (the same RUN_CONFIG as its `make reproduce`)
+	$(BIN)/snakemake --report report.html $(RUN_CONFIG)
 
 test: $(VENV)/.installed-test  ## the test suite
 	$(BIN)/python -m pytest

@@ -3,7 +3,7 @@
 #
 #   snakemake --cores 2                       # the paper's configuration
 #   snakemake --cores 2 --config epochs=3 'datasets=[mnist]'
-#   snakemake --report report.html            # after a run: figures and verdict in one file
+#   snakemake --report report.html            # after a run, with its --configfile/--config: figures and verdict in one file
 #
 # The workflow itself is workflow/Snakefile (the layout the Snakemake workflow
 # catalog and snakedeploy expect): the configfile (config.yaml), the container,

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.full_disk import fill_pdfs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -625,7 +626,7 @@ def test_series_errors(tmp_path, good):
     assert not (tmp_path / "out").exists()
 
 
-def test_output_directory_is_replaced_whole_or_not_at_all(tmp_path, good):
+def test_output_directory_is_written_whole_or_not_at_all(tmp_path, good):
     out = tmp_path / "out"
     assert run("assess", good, "--out", out, "--no-figures")[0] == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
@@ -642,6 +643,123 @@ def test_output_directory_is_replaced_whole_or_not_at_all(tmp_path, good):
     assert [p.name for p in foreign.iterdir()] == ["thesis.tex"]
     nested = tmp_path / "a" / "b" / "out"
     assert run("assess", bad, "--out", nested)[0] == 2 and not (tmp_path / "a").exists()
+
+
+def files_of(folder) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_rerun_keeps_the_files_it_did_not_write_and_names_them(tmp_path, good):
+    """A file of one's own in an earlier --out (at the top, in a folder of one's own, inside figures/) stays and
+    is named in one line; the earlier assessment's files that the rerun does not write (its figures, here)
+    go; assess.json lists what was written."""
+    out = tmp_path / "out"
+    assert run("assess", good, "--out", out, "--bootstrap", "0")[0] == 0
+    drawn = sorted(p.name for p in (out / "figures").iterdir())
+    assert drawn
+    mine = {"my_notes.txt": b"notes", "mydata/x": b"data", "figures/mine.png": b"not a figure of trustcal's"}
+    for rel, content in mine.items():
+        (out / rel).parent.mkdir(exist_ok=True)
+        (out / rel).write_bytes(content)
+    code, _, err = run("assess", good, "--out", out, "--bootstrap", "0", "--no-figures")
+    assert code == 0, err
+    assert {rel: (out / rel).read_bytes() for rel in mine} == mine
+    assert sorted(p.name for p in (out / "figures").iterdir()) == ["mine.png"]  # the earlier figures are gone
+    [note] = [line for line in err.splitlines() if line.startswith("note:")]
+    assert note == f"note: {out}/: kept 3 file(s) that trustcal did not write: figures/mine.png, my_notes.txt, mydata/x"
+    written = json.loads((out / "assess.json").read_text())["written"]
+    assert sorted(written) == sorted(set(files_of(out)) - set(mine))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "preds.csv"]  # no temporary, backup or lock
+
+
+def test_a_copied_assess_json_does_not_make_the_other_files_trustcals(tmp_path, good):
+    """A folder holding an assess.json that lists nothing (copied from elsewhere, or written by an older
+    trustcal) keeps every file the assessment does not write."""
+    earlier = tmp_path / "earlier"
+    assert run("assess", good, "--out", earlier, "--no-figures", "--bootstrap", "0")[0] == 0
+    info = json.loads((earlier / "assess.json").read_text())
+    info.pop("written", None)  # as an older trustcal wrote it
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "assess.json").write_text(json.dumps(info))
+    (out / "keep.txt").write_text("precious")
+    code, _, err = run("assess", good, "--out", out, "--no-figures", "--bootstrap", "0")
+    assert code == 0, err
+    assert (out / "keep.txt").read_text() == "precious"
+    assert f"note: {out}/: kept 1 file(s) that trustcal did not write: keep.txt" in err.splitlines()
+    code, stdout, _ = run("assess", good, "--out", out, "--no-figures", "--bootstrap", "0", "--json")
+    assert json.loads(stdout)["kept"] == ["keep.txt"]
+
+
+PAUSED_ASSESS = """
+import sys
+
+import trustcal.assessment.output as output
+from trustcal import cli
+
+read = output.assess_files
+
+
+def paused(*args, **kwargs):  # inside the write of --out: say so, wait to be let go
+    print("writing", flush=True)
+    sys.stdin.readline()
+    return read(*args, **kwargs)
+
+
+output.assess_files = paused
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_two_assessments_into_one_folder_give_one_result_and_one_error(tmp_path, good):
+    out = tmp_path / "out"
+    assert run("assess", good, "--out", out, "--no-figures", "--bootstrap", "0")[0] == 0
+    before = files_of(out)
+    first = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_ASSESS, "assess", str(good), "--out", str(out), "--bootstrap", "0", "-q"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout.readline() == "writing\n", first.stderr.read()
+        code, stdout, err = run("assess", good, "--out", out, "--no-figures", "--bootstrap", "0")
+        assert code == 2 and stdout == "", err
+        [line] = err.splitlines()
+        assert line.startswith(f"error: {out}: another trustcal run (pid {first.pid} on "), line
+        assert "started" in line and "Fix: wait until that run has finished, or write elsewhere." in line
+        assert files_of(out) == before
+        [theirs] = tmp_path.glob(".out.*.tmp")  # the first run's temporary directory, left alone
+    finally:
+        first.communicate("go\n", timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert (out / "figures" / "reliability.png").is_file()  # the first run's result, whole
+    assert not theirs.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["out", "preds.csv"]
+
+
+@pytest.fixture
+def full_disk_for_pdfs(monkeypatch):
+    """Every PDF is written onto a full disk, which matplotlib's PDF writer meets as a real one (helpers.full_disk)."""
+    fill_pdfs(monkeypatch)
+
+
+def test_a_full_disk_while_drawing_a_figure_stops_with_one_line_and_leaves_out_as_it_was(
+    tmp_path, good, full_disk_for_pdfs
+):
+    out = tmp_path / "out"
+    assert run("assess", good, "--out", out, "--no-figures", "--bootstrap", "0")[0] == 0
+    before = files_of(out)
+    code, stdout, err = run("assess", good, "--out", out, "--bootstrap", "0", "--figure-formats", "png,pdf")
+    assert code == 2 and stdout == "", err
+    [line] = err.splitlines()
+    assert re.fullmatch(
+        rf"error: {re.escape(str(out))}/figures/\w+\.pdf: cannot be written: no space left on device .*"
+        r"Fix: free space there \(or write the results elsewhere\), then rerun\.",
+        line,
+    ), line
+    assert files_of(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "preds.csv"]
 
 
 def test_bad_flags_are_usage_errors(good, tmp_path, capsys):

@@ -144,6 +144,21 @@ def test_missing_out_is_a_short_error_naming_the_fix(tmp_path):
     assert code == 2 and "argument --clusters: must be ≥ 1" in stderr and len(stderr.splitlines()) < 4
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ece-bins", "15", "1000000000"], "argument --ece-bins: must be ≤ 10000 (got 1000000000): "),
+        (["--bootstrap", "1000000"], "argument --bootstrap: must be ≤ 10000 (got 1000000): "),
+        (["--clusters", "3.0"], "argument --clusters: must be a whole number from 1 to 10000 (got '3.0')"),
+        (["--sweep-epochs", "-1"], "argument --sweep-epochs: must be ≥ 0 (got -1)"),
+    ],
+)
+def test_an_absurd_count_is_one_line_before_any_work(tmp_path, args, message):
+    code, stdout, stderr = run("assess", tmp_path, *args, "--out", tmp_path / "o")
+    assert code == 2 and stdout == "" and message in stderr.splitlines()[0], stderr
+    assert len(stderr.splitlines()) == 2  # the problem and the short usage
+
+
 def _history_error(*args):
     code, stdout, stderr = run("assess", *args)
     assert code == 2 and stdout == ""

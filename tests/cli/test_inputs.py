@@ -232,6 +232,36 @@ def test_binary_column_with_more_than_two_classes_is_an_error(tmp_path):
     assert code == 2 and "one column of predictions" in stderr and "3 classes" in stderr and "Fix:" in stderr
 
 
+@pytest.mark.parametrize("name", ["p0", "prob_class_0", "Class_0_Probability"])
+def test_a_single_column_named_for_class_0_is_the_probability_of_class_0(tmp_path, cancer, name):
+    """It was read as P(y = 1): accuracy 0.000 on a good model, and exit 0."""
+    full, _, y = cancer
+    pd.DataFrame({name: full[:, 0], "label": y}).to_csv(tmp_path / "p0.csv", index=False)
+    want = _binary_reference(full[:, 1], y)
+    got = scores([tmp_path / "p0.csv"])
+    assert got["accuracy"] == want["accuracy"] > 0.9
+    assert got["nll"] == pytest.approx(want["nll"], rel=1e-12)
+    code, _, stderr = run("assess", tmp_path / "p0.csv", "--out", tmp_path / "out", "--no-figures")
+    assert code == 0 and "below_chance" not in stderr, stderr
+
+
+def test_a_single_column_named_for_both_classes_is_refused_naming_the_option(tmp_path, cancer):
+    full, _, y = cancer
+    pd.DataFrame({"p_0_vs_1": full[:, 1], "label": y}).to_csv(tmp_path / "both.csv", index=False)
+    code, _, stderr = run("assess", tmp_path / "both.csv", "--out", tmp_path / "out")
+    assert code == 2 and "names both classes (0, 1)" in stderr and "--positive-class NAME" in stderr, stderr
+    got = scores([tmp_path / "both.csv"], positive_class="1")
+    assert got["nll"] == pytest.approx(_binary_reference(full[:, 1], y)["nll"], rel=1e-12)
+
+
+def test_a_single_column_read_as_the_wrong_class_is_below_chance_and_the_advice_names_the_option(tmp_path, cancer):
+    full, _, y = cancer
+    pd.DataFrame({"p": full[:, 0], "label": y}).to_csv(tmp_path / "p.csv", index=False)  # P(y = 0), unnamed
+    code, _, stderr = run("assess", tmp_path / "p.csv", "--out", tmp_path / "out", "--no-figures")
+    text = " ".join(stderr.split())  # the warning is wrapped to the terminal's width
+    assert code == 0 and "[below_chance]" in text and "--positive-class NAME" in text, stderr
+
+
 # --------------------------------------------------------------------------- B4: class names
 
 

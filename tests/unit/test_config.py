@@ -241,3 +241,94 @@ def test_claims_files_are_checked_before_any_job(paper, tmp_path):
         validate_config({**paper, "claims": [str(tmp_path / "gone.yaml")]})
     with pytest.raises(ConfigError, match=r"would both write results/claims/mine\.\*; rename one"):
         validate_config({**paper, "claims": [str(mine), str(tmp_path / "other" / "mine.yaml")]})
+
+
+# --------------------------------------------------------------------------- integer settings and their bounds
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        # JSON Schema counts 3.0 and 1e9 as integers; they reached range() as floats (a TypeError)
+        ({"epochs": 3.0}, "key 'epochs' is 3.0; it must be a whole number from 1 to 10000"),
+        ({"epochs": 1e9}, "key 'epochs' is 1000000000.0; it must be a whole number from 1 to 10000"),
+        # allocated 7.45 GiB in the scores job
+        ({"metrics": {"ece_bins": [1000000000]}}, "key 'metrics.ece_bins.0' is 1000000000; it must be ≤ 10000: "),
+        ({"bootstrap": {"resamples": 10**6}}, "key 'bootstrap.resamples' is 1000000; it must be ≤ 10000: "),
+        ({"seeds": [0, 2.0]}, "key 'seeds.1' is 2.0; it must be a whole number from 0 to 4294967295"),
+    ],
+    ids=["epochs 3.0", "epochs 1e9", "ece_bins 1e9", "resamples 1e6", "seed 2.0"],
+)
+def test_integer_settings_are_whole_numbers_within_what_they_cost(paper, override, message):
+    with pytest.raises(ConfigError) as err:
+        validate_config({**paper, **override})
+    problems = str(err.value).splitlines()[1:]
+    assert len(problems) == 1 and message in problems[0], problems
+
+
+def test_the_schemas_bounds_are_the_librarys():
+    """The schema's maxima are trustcal.measures.limits', which the command line and the settings check."""
+    from trustcal.measures import limits
+    from trustcal.reporting.tables import MetricParams
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    props, metrics = schema["properties"], schema["properties"]["metrics"]["properties"]
+    assert props["epochs"]["maximum"] == props["trust"]["properties"]["sweep_epochs"]["items"]["maximum"]
+    assert props["epochs"]["maximum"] == limits.MAX_EPOCHS
+    assert props["clusters"]["maximum"] == props["trust"]["properties"]["clusters_sweep"]["items"]["maximum"]
+    assert props["clusters"]["maximum"] == limits.MAX_CLUSTERS
+    assert props["bootstrap"]["properties"]["resamples"]["maximum"] == limits.MAX_RESAMPLES
+    assert props["bootstrap"]["properties"]["seed"]["maximum"] == limits.MAX_SEED
+    assert schema["$defs"]["seed_list"]["items"]["maximum"] == limits.MAX_SEED
+    assert metrics["ece_bins"]["items"]["maximum"] == limits.MAX_BINS
+    for key in ("geo_bins", "reliability_bins", "l2_bins"):
+        assert metrics[key]["maximum"] == limits.MAX_BINS, key
+    for key in ("density_points", "smooth_points"):
+        assert metrics[key]["maximum"] == limits.MAX_POINTS, key
+    assert metrics["refinement_folds"]["maximum"] == limits.MAX_FOLDS
+    # every bounded key says why in its description, and the library refuses the same values
+    for key, sub in {**props, **metrics}.items():
+        bounded = sub.get("items", sub)
+        if "maximum" in bounded and bounded.get("type") == "integer":
+            assert bounded.get("description", "").startswith("at most"), key
+    with pytest.raises(ValueError, match=r"ece_bins must be ≤ 10000 \(got 1000000000\): "):
+        MetricParams(ece_bins=(10, 10**9))
+    with pytest.raises(ValueError, match=r"density_points must be a whole number from 2 to 1000 \(got 51\.0\)"):
+        MetricParams(density_points=51.0)
+
+
+# --------------------------------------------------------------------------- YAML files
+
+
+def test_a_config_file_that_is_not_yaml_is_named_with_its_line_and_column(tmp_path):
+    from trustcal.config import check_yaml_syntax
+
+    bad = tmp_path / "config.yaml"
+    bad.write_text("epochs: 3\nseeds: [0, 1\ndatasets: [mnist]\n")
+    with pytest.raises(ConfigError) as err:
+        check_yaml_syntax(bad)
+    message = str(err.value)
+    assert message.startswith(f"{bad}: not valid YAML at line 3, column 9: ") and "fix the syntax" in message
+    assert "\n" not in message
+    (tmp_path / "good.json").write_text('{"epochs":\t3}')  # JSON that YAML would refuse (a tab): Snakemake reads it
+    check_yaml_syntax(tmp_path / "good.json")
+
+
+def test_a_claims_file_that_is_not_yaml_stops_the_run_at_the_config_check(paper, tmp_path):
+    claims = tmp_path / "mine.yaml"
+    claims.write_text("- id: a\n  text: [unclosed\n")
+    with pytest.raises(ConfigError, match=rf"claims: {claims}: not valid YAML at line \d+, column \d+: "):
+        validate_config({**paper, "claims": [str(claims)]})
+
+
+@pytest.mark.slow
+def test_the_workflow_names_the_line_and_column_of_a_config_yaml_that_is_not_yaml(tmp_path):
+    """Snakemake's own message ("Config file is not valid JSON or YAML") names neither."""
+    import subprocess
+    import sys
+
+    (tmp_path / "config.yaml").write_text("epochs: 3\nseeds: [0, 1\ndatasets: [mnist]\n")
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--dry-run", "--cores", "1"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "config.yaml: not valid YAML at line 3, column 9: " in out, out

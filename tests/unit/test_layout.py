@@ -17,6 +17,7 @@ RANK = {
     "errors": 0,
     "files": 1,
     "config": 1,
+    "codedigest": 1,
     "numerics": 1,
     "measures": 2,
     "calibration": 2,

@@ -157,6 +157,44 @@ def test_read_only_folder_stops_the_run_before_its_first_job(clean, untrained, m
     same_training(untrained / HISTORY, clean / HISTORY)
 
 
+def pages(path: Path) -> int:
+    """The bytes a file takes on a tmpfs: whole pages."""
+    return math.ceil(path.stat().st_size / 4096) * 4096
+
+
+def test_full_disk_during_the_figures_rule_names_the_figure_and_leaves_nothing_half_written(clean, tmp_path, mounts):
+    """Rule figures on a disk with room for the first figure's PNG but not its PDF: matplotlib's PDF writer fails
+    again as it cleans up after the full disk, and the job ends in the full disk's one line all the same."""
+    from trustcal.reporting.figures import FIGURES
+
+    workdir = tmp_path / "work"
+    shutil.copytree(clean, workdir, symlinks=True)
+    first = next(f for f in FIGURES.values() if f.job == "figures")  # the job draws it first, PNG then PDF
+    target = f"results/figures/mnist/{first.name}.png"
+    figures = workdir / "results/figures/mnist"
+    snakemake(workdir, target, "--cores", "1")  # the tables, and the figures on a disk with room
+    png, pdf = figures / f"{first.name}.png", figures / f"{first.name}.pdf"
+    room = pages(png) + 2 * 4096
+    assert pdf.stat().st_size > 3 * 4096, pdf.stat().st_size
+    shutil.rmtree(figures)
+    mounts.tmpfs(figures.parent, size=room)  # not on the output folder: Snakemake removes it when the job fails
+
+    proc = snakemake(workdir, target, "--cores", "1", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "Traceback" not in out, out
+    [line] = error_lines(out, "figures")
+    assert f"results/figures/mnist/{first.name}.pdf: cannot be written: no space left on device" in line, line
+    assert "Fix: free space there" in line, line
+    assert "unexpected failure" not in (workdir / "results/logs/figures/mnist.log").read_text()
+    assert not [p for p in figures.parent.rglob("*") if p.is_file()]  # outputs removed by Snakemake, no temporary
+
+    mounts.resize(figures.parent, 64 * 1024 * 1024)  # the advice: free space, rerun
+    proc = snakemake(workdir, target, "--cores", "1", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert pdf.stat().st_size > 3 * 4096
+
+
 # --------------------------------------------------------------------------- a job's start-up and plain writes
 
 FAKE_JOB = """
@@ -169,18 +207,32 @@ snakemake = SimpleNamespace(log=[{log!r}], output=[{output!r}], rule="fake", wil
 
 
 def main(sm):
-    with open(sm.output[0], "wb") as fh:  # a plain write (not trustcal.files'), e.g. by a library
-        fh.write(b"x" * (1 << 20))
-        fh.flush()
-        os.fsync(fh.fileno())
+{main}
 
 
 run(snakemake, main)
 """
 
+PLAIN_WRITE = """
+    with open(sm.output[0], "wb") as fh:  # a plain write (not trustcal.files'), e.g. by a library
+        fh.write(b"x" * (1 << 20))
+        fh.flush()
+        os.fsync(fh.fileno())
+"""
 
-def fake_job(tmp_path: Path, log: Path, output: Path) -> subprocess.CompletedProcess:
-    code = FAKE_JOB.format(scripts=str(REPO / "workflow" / "scripts"), log=str(log), output=str(output))
+# A library that fails again as it cleans up after the disk refused its write (matplotlib's PDF writer).
+WRAPPED_FULL_DISK = """
+    try:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError:
+        raise AttributeError("'Stream' object has no attribute 'pos'")
+"""
+
+
+def fake_job(tmp_path: Path, log: Path, output: Path, main: str = PLAIN_WRITE) -> subprocess.CompletedProcess:
+    code = FAKE_JOB.format(
+        scripts=str(REPO / "workflow" / "scripts"), log=str(log), output=str(output), main=main.strip("\n")
+    )
     return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
 
@@ -204,6 +256,17 @@ def test_a_plain_write_onto_a_full_disk_stops_the_job_with_one_line(tmp_path, mo
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(f"ERROR (rule fake): {full / 'out.bin'}: cannot be written: no space left on device"), line
     assert "ERROR" in (tmp_path / "fake.log").read_text()  # the log (on another disk) has it too
+
+
+def test_an_error_raised_while_handling_a_full_disk_stops_the_job_with_one_line(tmp_path):
+    """Every rule's script runs in _common.run: a library's second error, the full disk its context, is the full disk."""
+    proc = fake_job(tmp_path, tmp_path / "fake.log", tmp_path / "out.pdf", main=WRAPPED_FULL_DISK)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    expected = f"ERROR (rule fake): {tmp_path / 'out.pdf'}: cannot be written: no space left on device"
+    assert line.startswith(expected), line
+    assert "unexpected failure" not in (tmp_path / "fake.log").read_text()
 
 
 # --------------------------------------------------------------------------- trustcal assess --out
@@ -258,6 +321,38 @@ def test_assess_out_onto_a_full_or_read_only_disk_names_the_folder_and_the_cause
     assert code == 0, err
     for table in ("scores.csv", "trust.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(out / table), pd.read_csv(clean / table), check_exact=True)
+
+
+def test_assess_figures_onto_a_full_disk_stop_with_one_line_and_leave_out_as_it_was(tmp_path, predictions, mounts):
+    """Room for the tables of two assessments and half of the figures: the rerun with figures into an earlier
+    output stops at a figure with one line and exit 2 (not a figure skipped with a warning and exit 0), and the
+    earlier output stays as it was."""
+    args, clean = predictions
+    with_figures = (*[a for a in args if a != "--no-figures"], "--figure-formats", "png,pdf")
+    drawn = tmp_path / "drawn"
+    code, err = assess(*with_figures, "--out", drawn)
+    assert code == 0, err
+    figures = sum(pages(p) for p in (drawn / "figures").iterdir())
+    tables = sum(pages(p) for p in clean.iterdir() if p.is_file())
+    disk = tmp_path / "disk"
+    mounts.tmpfs(disk, size=2 * tables + figures // 2)
+    out = disk / "out"
+    code, err = assess(*args, "--out", out)
+    assert code == 0, err
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    code, err = assess(*with_figures, "--out", out)
+    assert code == 2, err
+    assert "Traceback" not in err and "figure_skipped" not in err, err
+    [line] = [line for line in err.splitlines() if line.startswith("error:")]
+    assert line.startswith(f"error: {out}/figures/") and "cannot be written: no space left on device" in line, line
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in disk.iterdir()) == ["out"]  # no temporary, backup or lock left
+
+    mounts.resize(disk, 64 * 1024 * 1024)  # the advice: free space, rerun
+    code, err = assess(*with_figures, "--out", out)
+    assert code == 0, err
+    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(p.name for p in (drawn / "figures").iterdir())
 
 
 # --------------------------------------------------------------------------- trustcal.files' writers

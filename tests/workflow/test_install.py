@@ -59,6 +59,7 @@ def test_dependencies_are_layered():
         "trustcal[calibration]",
         "snakemake>=9.0,<10",
         "jsonschema>=4.20",
+        "pygments>=2.10",  # snakemake --report needs it; snakemake does not install it
     ]
     assert extras["cluster"] == ["snakemake-executor-plugin-slurm>=2.0"]
     assert extras["slurm"] == ["trustcal[cluster]"]

@@ -27,6 +27,7 @@ rule calibrate:
         runtime=scaled(5, per_epoch=0.05),
     params:
         calibration=lambda w: calibration_params(w.calibrator),
+        code=package_code("calibrate.py"),
     script:
         "../scripts/calibrate.py"
 
@@ -48,5 +49,7 @@ rule calibration_table:
     resources:
         mem_mb=scaled(500),  # recorded: 160 MB, 2 s
         runtime=scaled(5),
+    params:
+        code=package_code("calibration_table.py"),
     script:
         "../scripts/calibration_table.py"

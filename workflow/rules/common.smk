@@ -10,23 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-# workflow/ of this repository, first on the path: the config check runs this
-# checkout's trustcal package, as every job does (workflow/scripts/_common.py),
-# whatever else is installed (e.g. an editable install of another clone). A
-# remote module (github(...)) has no local copy and needs trustcal installed.
-WORKFLOW_DIR = Path(str(workflow.current_basedir)).parent
-if (WORKFLOW_DIR / "trustcal").is_dir():
-    sys.path.insert(0, str(WORKFLOW_DIR))
-    import trustcal
-
-    _running = Path(trustcal.__file__).resolve().parent
-    if _running != (WORKFLOW_DIR / "trustcal").resolve():
-        raise WorkflowError(
-            f"this workflow ({WORKFLOW_DIR}) would run the trustcal package of {_running}, imported "
-            f"before its own ({WORKFLOW_DIR / 'trustcal'}). Fix: run the Snakefile of {_running.parents[1]}, "
-            f"or do not import trustcal before this workflow is loaded."
-        )
-
+# WORKFLOW_DIR and this checkout's trustcal package on the path: package.smk, included first.
 from trustcal.config import (
     ConfigError,
     config_source,
@@ -34,6 +18,19 @@ from trustcal.config import (
     per_dataset,
     validate_config,
 )
+from trustcal.codedigest import stage_digest
+
+# The trustcal package the jobs run (this checkout's, else the installed one).
+PACKAGE_DIR = Path(sys.modules["trustcal"].__file__).resolve().parent
+
+
+def package_code(script):
+    """A rule's `code` param: the digest of the package code its script runs (trustcal.codedigest),
+    so that an edit to that code reruns the rule's jobs ("params changed"). Computed when a job's
+    params are first asked for, once per process: a cluster job computes its own rule's only.
+    """
+    path = WORKFLOW_DIR / "scripts" / script
+    return lambda wildcards: stage_digest(path, PACKAGE_DIR)
 
 
 def config_layers():

@@ -19,6 +19,7 @@ rule download:
         data_dir=config["data_dir"],
         download=config["download"],
         verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
+        code=package_code("download.py"),
     script:
         "../scripts/download.py"
 
@@ -42,5 +43,6 @@ rule prepare:
         data_dir=config["data_dir"],
         validation_split=config["validation_split"],
         verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
+        code=package_code("prepare.py"),
     script:
         "../scripts/prepare.py"

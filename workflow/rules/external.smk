@@ -42,5 +42,6 @@ rule external:
         settings=settings_config(
             "clusters", "trust", "metrics", "bootstrap", "calibration"
         ),
+        code=package_code("external.py"),
     script:
         "../scripts/external.py"

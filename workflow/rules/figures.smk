@@ -34,6 +34,7 @@ rule figures:
         runtime=scaled(10),
     params:
         **figure_params("figures"),
+        code=package_code("figures.py"),
     script:
         "../scripts/figures.py"
 
@@ -56,5 +57,6 @@ rule metric_figures:
         runtime=scaled(10),
     params:
         **figure_params("metric_figures"),
+        code=package_code("figures.py"),
     script:
         "../scripts/figures.py"

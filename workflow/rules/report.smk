@@ -1,7 +1,8 @@
 # Stage 8: the reproduction verdict (trustcal.reporting.verdict) and the HTML report.
 #
 #   snakemake --cores 2                         # every table, figure and results/reproduction.md
-#   snakemake --report report.html              # then the browsable report of a finished run
+#   snakemake --report report.html              # then the browsable report of a finished run (with the
+#                                               # run's --configfile/--config; `make report` after `make reproduce`)
 #
 # The verdict compares each claim of the paper with every run's trust.csv,
 # history.csv and trust_bootstrap.npz; one job for all datasets and seeds.
@@ -50,5 +51,6 @@ rule verdict:
         settings=settings_config(
             "epochs", "clusters", "trust", "calibration", "bootstrap"
         ),
+        code=package_code("verdict.py"),
     script:
         "../scripts/verdict.py"

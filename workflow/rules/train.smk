@@ -37,6 +37,7 @@ rule train:
         checkpoint_dirs=lambda w: [
             run_file("checkpoints", w.dataset, s) for s in job_seeds(w)
         ],
+        code=package_code("train.py"),
     script:
         "../scripts/train.py"
 
@@ -62,5 +63,6 @@ rule logits:
         runtime=scaled(5, per_epoch=0.25),
     params:
         checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
+        code=package_code("logits.py"),
     script:
         "../scripts/logits.py"

@@ -28,6 +28,7 @@ rule trust:
         runtime=scaled(5, per_epoch=0.01, per_state=True),
     params:
         settings=settings_config("clusters", "trust", "bootstrap"),
+        code=package_code("trust.py"),
     script:
         "../scripts/trust.py"
 
@@ -59,6 +60,7 @@ rule scores:
         runtime=scaled(5, per_epoch=0.02, per_state=True),
     params:
         settings=settings_config("metrics", "bootstrap"),
+        code=package_code("scores.py"),
     script:
         "../scripts/scores.py"
 
@@ -84,5 +86,6 @@ rule trust_bootstrap:
         runtime=scaled(5, per_epoch=0.02),
     params:
         settings=settings_config("clusters", "trust", "bootstrap"),
+        code=package_code("trust_bootstrap.py"),
     script:
         "../scripts/trust_bootstrap.py"

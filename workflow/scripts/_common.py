@@ -30,7 +30,7 @@ if OWN_PACKAGE.is_dir() and RUNNING_PACKAGE != OWN_PACKAGE:
     )
 
 from trustcal.errors import TrustcalError  # noqa: E402
-from trustcal.files import disk_error  # noqa: E402
+from trustcal.files import disk_error, full_disk_cause  # noqa: E402
 
 
 class _AboveProgressBars(logging.StreamHandler):
@@ -52,7 +52,8 @@ def run(snakemake, main, progress: bool = False) -> None:
     per training epoch). A :class:`TrustcalError` ends the job with its
     message (no traceback) on the terminal and in the log, and so does a write
     the disk refused (full, read-only, not ours: ``trustcal.files.disk_error``),
-    the log's own included; anything else is logged with its traceback.
+    the log's own included, and an error raised while handling a full disk's (a library failing again
+    as it cleans up: ``trustcal.files.full_disk_cause``); anything else is logged with its traceback.
     """
     log_file = snakemake.log[0]
     try:
@@ -79,20 +80,29 @@ def run(snakemake, main, progress: bool = False) -> None:
     try:
         main(snakemake)
     except TrustcalError as exc:
-        logging.error("%s", exc)
+        logging.error("%s", brief(str(exc)))
         _stop(snakemake, exc)
-    except OSError as exc:  # a write the disk refused outside trustcal.files' writers (which raise DiskError)
+    except Exception as exc:  # a write the disk refused outside trustcal.files' writers (which raise DiskError)
         # only the causes of a refused write: "permission denied" may be a read as well
-        writing = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
-        error = disk_error(exc.filename or snakemake.output[0], exc) if writing else None
+        writing = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+        refused = exc if writing else full_disk_cause(exc)
+        error = disk_error(refused.filename or snakemake.output[0], refused) if refused is not None else None
         if error is None:
             logging.error("unexpected failure:\n%s", traceback.format_exc())
             raise
         logging.error("%s", error)
         _stop(snakemake, error)
-    except Exception:
-        logging.error("unexpected failure:\n%s", traceback.format_exc())
-        raise
+
+
+def brief(message: str) -> str:
+    """An error as the job's log keeps it: its first line (the cause) and its last ``Fix:`` line. Snakemake
+    prints a failed job's log (show-failed-logs), at the failure and again at the end, after the job's own
+    message on the terminal: the lists and md5s of a long message are there once, not three times."""
+    lines = message.strip().splitlines()
+    fixes = [line for line in lines[1:] if line.startswith("Fix:")]
+    if len(lines) <= 2 or not fixes:
+        return message.strip()
+    return f"{lines[0]}\n{fixes[-1]}"
 
 
 def _stop(snakemake, error) -> None:

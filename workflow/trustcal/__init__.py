@@ -18,6 +18,7 @@ The package, by stage; a module imports only from its own stage or the stages
 above it in this list (tests/unit/test_layout.py checks it; docs/layout.md draws it)::
 
     errors, files, config       the user-facing error, atomic files, the results paths
+    codedigest                  the digest of the code a workflow script runs (rule params)
     numerics                    PROB_FLOOR, the probability floor of every fit and NLL
     measures                    metrics, opinions, trust, bootstrap
     calibration                 temperature scaling (calibrators)

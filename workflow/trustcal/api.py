@@ -34,6 +34,7 @@ import pandas as pd
 
 from trustcal.calibration import T_MAX, T_MIN
 from trustcal.measures.bootstrap import BootstrapParams
+from trustcal.measures.limits import MAX_CLUSTERS, MAX_RESAMPLES
 from trustcal.measures.trust import TrustParams
 from trustcal.predictions import (
     KINDS,
@@ -107,7 +108,7 @@ class AssessmentResult:
 
     def network_opinion(self, calibrator: str = "none") -> pd.Series:
         """The network's trust opinion (belief, disbelief, uncertainty) of the predictions as given
-        (``none``) or after a calibrator (e.g. ``temperature``)."""
+        (``none``) or after a calibrator (e.g. ``temperature``), as a Series named after the calibrator."""
         trust = self.trust
         rows = trust[(trust["label"].astype(str) == "network") & (trust["calibrator"] == calibrator)]
         if rows.empty:
@@ -115,7 +116,7 @@ class AssessmentResult:
                 f"no rows of calibrator {calibrator!r} (have: {', '.join(trust['calibrator'].unique())}): pass "
                 "validation=(val_probs_or_logits, val_labels) and calibrators=[...] to fit it"
             )
-        return rows.iloc[-1][["belief", "disbelief", "uncertainty"]].astype(float)
+        return rows.iloc[-1][["belief", "disbelief", "uncertainty"]].astype(float).rename(calibrator)
 
     def summary_table(self) -> pd.DataFrame:
         """Accuracy, ECE, NetTrustScore and the network opinion, before (and after) calibration."""
@@ -178,14 +179,34 @@ class AssessmentResult:
 
     # ----- files
 
-    def save(self, out: str | Path, *, figures: bool = True, title: str = "predictions") -> Path:
+    def save(
+        self,
+        out: str | Path,
+        *,
+        figures: bool = True,
+        title: str = "predictions",
+        figure_formats: Sequence[str] = ("png",),
+    ) -> Path:
         """Write what ``trustcal assess --out OUT`` writes (tables, figures, summary.txt, warnings.txt,
-        assess.json) into ``out``, replaced whole only once everything is written."""
+        assess.json) into ``out``, only once everything is written; files there that trustcal did not write
+        stay (listed in ``assessment.kept``). As on the command line, the figures are PNG files;
+        ``figure_formats=("png", "pdf")`` adds a PDF of each (``--figure-formats png,pdf``), and
+        summary.txt holds :meth:`summary`."""
         from trustcal.assessment import MARKER, write_assessment
         from trustcal.files import atomic_directory
 
-        with atomic_directory(out, MARKER) as tmp:
-            write_assessment(self.assessment, tmp, title=title, figures=figures, meta={"source": "trustcal.assess"})
+        kept: list[str] = []
+        with atomic_directory(out, MARKER, kept) as tmp:
+            write_assessment(
+                self.assessment,
+                tmp,
+                title=title,
+                figures=figures,
+                meta={"source": "trustcal.assess"},
+                figure_formats=tuple(figure_formats),
+            )
+            (tmp / "summary.txt").write_text(self.summary() + "\n")  # the API's words (no file names)
+        self.assessment.kept = kept
         return Path(out)
 
 
@@ -317,8 +338,8 @@ def _settings(
     if not isinstance(kind, str) or kind not in KINDS:
         raise _wrong_type("kind", kind, f"one of {', '.join(map(repr, KINDS))}", '"logits"')
     if trust is None:
-        if not _is_int(clusters) or clusters < 1:
-            raise _wrong_type("clusters", clusters, "a positive integer", "10")
+        if not _is_int(clusters) or not 1 <= clusters <= MAX_CLUSTERS:
+            raise _wrong_type("clusters", clusters, f"a whole number from 1 to {MAX_CLUSTERS}", "10")
         trust = TrustParams(clusters=int(clusters))
     elif not isinstance(trust, TrustParams):
         raise _wrong_type("trust", trust, "a trustcal.measures.trust.TrustParams or None", "TrustParams(clusters=10)")
@@ -347,8 +368,13 @@ def _settings(
             'Fix: pass e.g. calibrators=["temperature", "isotonic"].'
         )
     if _is_int(bootstrap):
-        if bootstrap < 0:
-            raise _wrong_type("bootstrap", bootstrap, "a number of resamples ≥ 0, a BootstrapParams or None", "200")
+        if not 0 <= bootstrap <= MAX_RESAMPLES:
+            raise _wrong_type(
+                "bootstrap",
+                bootstrap,
+                f"a number of resamples from 0 to {MAX_RESAMPLES}, a BootstrapParams or None",
+                "200",
+            )
         bootstrap = BootstrapParams(resamples=int(bootstrap)) if bootstrap else None
     elif bootstrap is not None and not isinstance(bootstrap, BootstrapParams):
         raise _wrong_type("bootstrap", bootstrap, "a number of resamples (0: none), a BootstrapParams or None", "200")
@@ -407,7 +433,7 @@ def assess(
         class names (``pd.DataFrame(clf.predict_proba(X), columns=clf.classes_)``) is matched to the
         labels by name. One column (N values) is a binary classifier's P(y = positive) or its
         ``decision_function`` score: p becomes [1 − p, p], a score s the logits [0, s].
-    labels : array-like, N
+    labels : array-like, length N
         True class indices 0 … K−1 (or one-hot N×K), or class names (strings: the classes are the
         DataFrame's column names in order, else the sorted names, as scikit-learn's ``classes_``).
     kind : "auto", "probs" or "logits"
@@ -417,13 +443,20 @@ def assess(
         Validation predictions of the same model: the ``calibrators`` are fitted on them as in the
         workflow, and every table gets rows of each (``calibrator == "temperature"`` …) too.
     clusters : int
-        Probability clusters per class of the trust opinion (the paper's M = 10).
-    trust, metrics, sweep
-        All parameters (:class:`trustcal.measures.trust.TrustParams`, :class:`trustcal.reporting.tables.MetricParams`,
-        :class:`trustcal.reporting.tables.SweepParams`; ``sweep=None`` skips the ``trust_sweep`` table);
-        ``trust`` overrides ``clusters``. The defaults are those of ``trustcal assess``.
-    t_min, t_max : float
-        Search bounds of the temperature.
+        Probability clusters per class of the trust opinion (default 10: the paper's M).
+    trust : TrustParams or None
+        All settings of the trust opinion (:class:`~trustcal.measures.trust.TrustParams`); overrides
+        ``clusters``. None: ``TrustParams(clusters=clusters)``, the defaults of ``trustcal assess``.
+    metrics : MetricParams
+        The metrics' settings (:class:`~trustcal.reporting.tables.MetricParams`: ECE bins, NetTrustScore
+        exponents …); the defaults are those of ``trustcal assess``.
+    sweep : SweepParams or None
+        The grid of the ``trust_sweep`` table (:class:`~trustcal.reporting.tables.SweepParams`); None skips
+        that table.
+    t_min : float
+        Lower bound of the temperature's search (default 0.01).
+    t_max : float
+        Upper bound of the temperature's search (default 100).
     calibrators : sequence of str (or one str), optional
         Methods fitted on ``validation`` (docs/method.md §2): any of ``temperature``, ``vector``,
         ``matrix``, ``dirichlet``, ``histogram``, ``isotonic`` (all but temperature need
@@ -432,9 +465,11 @@ def assess(
     bootstrap : BootstrapParams, int or None
         Resamples of the test set behind the ``*_lo`` / ``*_hi`` intervals: their number (e.g. 500) or
         :class:`~trustcal.measures.bootstrap.BootstrapParams` (None or 0: no intervals).
-    sum_tolerance, renormalize
-        Rows of probabilities must sum to 1 within ``sum_tolerance``; ``renormalize=True`` divides
-        them by their sum instead (with a warning).
+    sum_tolerance : float
+        Rows of probabilities must sum to 1 within this tolerance (default 1e-3).
+    renormalize : bool
+        True: rows of probabilities that do not sum to 1 are divided by their sum (with a warning)
+        instead of being an error.
     positive_class : str, int or None
         Binary predictions (one column): the class they are about. None: 1 for labels 0/1, else the
         larger label (scikit-learn's ``classes_[1]``), or the class a DataFrame column is named after.
@@ -453,8 +488,8 @@ def assess(
         (a :class:`trustcal.files.TrustcalError`) for input that cannot be assessed: the message names
         the argument, the row or label, and the fix.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np, trustcal
     >>> probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
     >>> result = trustcal.assess(probs, [0, 1, 1, 1], clusters=5, sweep=None)

@@ -52,8 +52,9 @@ input formats (detected from the file name, then the contents; .gz is read as is
              results/{dataset}/seed{seed}/logits/epochNNN.npz files are read too.
   .npy       the N×K array alone, with --labels FILE (.npy, .npz or one per line).
   binary     one column (or an N array): P(y = positive) or a decision_function
-             score; the positive class is --positive-class, else 1 (labels 0/1)
-             or the larger label. Labels may be class names (strings).
+             score; the positive class is --positive-class, else the class the
+             column's name names (0, p0, prob_class_0, p_spam), else 1 (labels
+             0/1) or the larger label. Labels may be class names (strings).
   Files where at least 99 % of the rows are probabilities (in [0, 1], or summing
   to 1) are probabilities (a bad cell is an error naming it); at most 50 %:
   logits (with a warning; --kind logits says so explicitly), turned into
@@ -72,7 +73,9 @@ epoch series:
   (?P<epoch>...) and optionally (?P<state>...).
   A single file without a number is epoch 0.
 
-output (--out DIR, replaced whole only when everything succeeded):
+output (--out DIR, written only when everything succeeded; a rerun replaces
+the earlier assessment's files and keeps, and names, every other file; one run
+at a time writes DIR):
   trust.csv, dynamic_trust.csv, trust_sweep.csv, scores.csv, trust_spectrum.csv,
   reliability.csv, trust_density.csv (the workflow's tables; the input files are
   the test split), calibration.csv (when temperature scaling was fitted),
@@ -101,11 +104,21 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be ≥ 0 (got {value})")
-    return value
+def _count(low: int, high: int, cost: str = ""):
+    """An argument type: a whole number in [``low``, ``high``] (the bounds of trustcal.measures.limits, and why)."""
+
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high} (got {text!r})") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be ≥ {low} (got {value})")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be ≤ {high} (got {value})" + (f": {cost}" if cost else ""))
+        return value
+
+    return count
 
 
 def _fitted_methods() -> list[str]:
@@ -251,6 +264,7 @@ class _ShowProgress:
 
 def build_parser() -> argparse.ArgumentParser:
     from trustcal.calibration import T_MAX, T_MIN
+    from trustcal.measures import limits
     from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import FUSIONS, REPRESENTATIVES, TrustParams
     from trustcal.predictions import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
@@ -274,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         "-o",
         metavar="DIR",
-        help="output directory (required; created; replaced if written by trustcal before)",
+        help="output directory (required; created; trustcal's earlier files in it replaced, other files kept)",
     )
 
     g = a.add_argument_group("reading")
@@ -304,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--positive-class",
         metavar="NAME",
         help="binary predictions (one column): the class they are the probability or score of "
-        "(default: 1 for labels 0/1, else the larger label or the column's name)",
+        "(default: the class the column's name names, e.g. p0 or p_spam, else 1 for labels 0/1, else the larger label)",
     )
     g.add_argument(
         "--sum-tolerance",
@@ -326,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = a.add_argument_group("trust opinion (paper §5, docs/method.md §3; defaults: the paper's)")
     g.add_argument(
         "--clusters",
-        type=_positive_int,
+        type=_count(1, limits.MAX_CLUSTERS, limits.CLUSTERS_COST),
         default=tp.clusters,
         metavar="M",
         help="probability clusters per class (default: %(default)s)",
@@ -373,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--clusters-sweep",
-        type=_positive_int,
+        type=_count(1, limits.MAX_CLUSTERS, limits.CLUSTERS_COST),
         nargs="+",
         default=list(sp.clusters),
         metavar="M",
@@ -381,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--sweep-epochs",
-        type=int,
+        type=_count(0, limits.MAX_EPOCHS, limits.EPOCHS_COST),
         nargs="+",
         default=list(sp.epochs),
         metavar="E",
@@ -391,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = a.add_argument_group("metrics (docs/method.md §5–8)")
     g.add_argument(
         "--ece-bins",
-        type=_positive_int,
+        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
         nargs="+",
         default=list(mp.ece_bins),
         metavar="M",
@@ -417,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--density-points",
-        type=_positive_int,
+        type=_count(2, limits.MAX_POINTS, limits.POINTS_COST),
         default=mp.density_points,
         help="trust density grid points (default: %(default)s)",
     )
@@ -429,19 +443,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--geo-bins",
-        type=_positive_int,
+        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
         default=mp.geo_bins,
         help="bins of the measured geometric metrics (default: %(default)s)",
     )
     g.add_argument(
         "--reliability-bins",
-        type=_positive_int,
+        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
         default=mp.reliability_bins,
         help="reliability curve bins (default: %(default)s)",
     )
     g.add_argument(
         "--l2-bins",
-        type=_positive_int,
+        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
         default=mp.l2_bins,
         help="equal-mass bins of the L2 and debiased L2 ECE (default: %(default)s)",
     )
@@ -460,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--t-max", type=_positive_float, default=T_MAX, help="upper bound of T (default: %(default)s)")
     g.add_argument(
         "--bootstrap",
-        type=_non_negative_int,
+        type=_count(0, limits.MAX_RESAMPLES, limits.RESAMPLES_COST),
         default=BootstrapParams().resamples,
         metavar="B",
         help="resamples of the test set behind every interval (default: %(default)s; 0: no intervals)",
@@ -575,6 +589,12 @@ def print_warnings(warnings, file=None) -> None:
         print(textwrap.fill(text, width=100, subsequent_indent="  "), file=file)
 
 
+def kept_line(out, kept: Sequence[str]) -> str:
+    """The note naming the files of ``out`` that trustcal did not write and left there."""
+    shown = ", ".join(kept[:8]) + (f", … ({len(kept) - 8} more)" if len(kept) > 8 else "")
+    return f"note: {Path(out)}/: kept {len(kept)} file(s) that trustcal did not write: {shown}"
+
+
 def run_assess(args) -> int:
     from trustcal.assessment import assess_to_dir, available_cores, no_progress, summary_dict
     from trustcal.predictions import ReadOptions
@@ -600,6 +620,8 @@ def run_assess(args) -> int:
     if show is not no_progress:
         show.done(len(result.files))
     print_warnings(result.warnings)
+    if result.kept and not args.quiet:
+        print(kept_line(args.out, result.kept), file=sys.stderr)
     written = [f"{n}.csv" for n in result.tables] + ["summary.txt", "warnings.txt", "assess.json"]
     if args.paper_claims:
         written += ["reproduction.md", "reproduction.csv"]
@@ -607,7 +629,7 @@ def run_assess(args) -> int:
         written += ["verdict.md", "verdict.csv"]
     if args.json:
         document = summary_dict(result, wording=cli_words)
-        print(json.dumps({**document, "out": str(args.out), "written": written}, indent=2))
+        print(json.dumps({**document, "out": str(args.out), "written": written, "kept": result.kept}, indent=2))
     elif not args.quiet:
         print(result.summary())
         print(

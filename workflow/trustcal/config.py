@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from trustcal.errors import TrustcalError
+from trustcal.errors import TrustcalError, yaml_problem
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -56,6 +57,34 @@ def config_source(sources: ConfigSources | None, *key_paths: Sequence, default: 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
     with open(path) as fh:
         return yaml.safe_load(fh)
+
+
+def yaml_syntax_problem(path: str | Path) -> str | None:
+    """Why ``path`` (a configuration or claims file) is neither JSON nor YAML, naming the file, the line and
+    the column (``config.yaml: not valid YAML at line 3, column 9: …; fix the syntax there``); None when it
+    is either, or cannot be read (the reader of the file says why)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        json.loads(text)  # Snakemake reads a config file as JSON first
+        return None
+    except ValueError:
+        pass
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return f"{path}: not valid YAML {yaml_problem(exc)}; fix the syntax there"
+    return None
+
+
+def check_yaml_syntax(path: str | Path) -> None:
+    """Raise :class:`ConfigError` when ``path`` is not valid YAML (:func:`yaml_syntax_problem`), before
+    Snakemake reads it and says only that it is not (naming no line)."""
+    problem = yaml_syntax_problem(path)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _fill_defaults(config: dict, schema: dict) -> None:
@@ -100,6 +129,24 @@ def _coerce(value, schema: dict, defs: dict | None = None):
     return value
 
 
+def _is_integer(checker, instance) -> bool:
+    """An integer, as Python has it: JSON Schema also counts 3.0 and 1e9 as integers, which then reach
+    ``range()`` as floats; a setting that counts something is written as a whole number."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
+
+
+def _bound_reason(schema: dict) -> str:
+    """Why a key has its bound: the schema's description without its leading "at most N: "."""
+    text = schema.get("description", "")
+    return text.split(": ", 1)[1] if text.startswith("at most") and ": " in text else text
+
+
 def _describe(error: jsonschema.ValidationError, config_name: str, sources: ConfigSources | None = None) -> str:
     key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
     schema = error.schema
@@ -121,7 +168,10 @@ def _describe(error: jsonschema.ValidationError, config_name: str, sources: Conf
         )
     if error.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         op = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}[error.validator]
-        return f"{config_name}: key '{key}' is {error.instance!r}; it must be {op} {error.validator_value}"
+        why = _bound_reason(schema) if error.validator == "maximum" else ""
+        return f"{config_name}: key '{key}' is {error.instance!r}; it must be {op} {error.validator_value}" + (
+            f": {why}" if why else ""
+        )
     if error.validator == "pattern":
         allowed = schema.get("description", f"a string matching {error.validator_value}")
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed: {allowed}"
@@ -136,6 +186,14 @@ def _describe(error: jsonschema.ValidationError, config_name: str, sources: Conf
         allowed = schema.get("description", "one of the forms in workflow/schemas/config.schema.yaml")
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed: {allowed}"
     if error.validator == "type":
+        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        if "integer" in expected and isinstance(error.instance, float):
+            bounds = [schema.get("minimum"), schema.get("maximum")]
+            span = f" from {bounds[0]} to {bounds[1]}" if None not in bounds else ""
+            return (
+                f"{config_name}: key '{key}' is {error.instance!r}; it must be a whole number{span}, written "
+                "without a decimal point or an exponent"
+            )
         return f"{config_name}: key '{key}' is {error.instance!r}; it must be of type {error.validator_value}"
     return f"{config_name}: key '{key}': {error.message}"
 
@@ -182,6 +240,8 @@ def _claims_problems(config: dict, config_name: str, sources: ConfigSources | No
                 f"{where}: claims: {path} is not a file (relative paths are read from the working directory, "
                 f"{Path.cwd()}); fix the path or give an absolute one"
             )
+        elif syntax := yaml_syntax_problem(path):  # found now, not by the verdict job at the end of the run
+            problems.append(f"{where}: claims: {syntax}")
         stem = Path(path).stem
         if stem in stems:
             problems.append(
@@ -208,8 +268,10 @@ def validate_config(
             config[key] = [config[key]]
     config = _coerce(config, schema, schema.get("$defs"))
     _fill_defaults(config, schema)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}  # one problem per key:
+    errors = [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]  # its type
     problems = [_describe(e, config_name, sources) for e in errors]
     cal = config.get("calibration", {})
     if not problems and cal.get("t_min", 0) >= cal.get("t_max", 1):

@@ -1,5 +1,20 @@
-"""The one exception the user sees without a traceback."""
+"""The one exception the user sees without a traceback, and where a YAML file went wrong."""
 
 
 class TrustcalError(Exception):
     """An error whose message is meant for the user: it names the file and the fix."""
+
+
+def yaml_problem(exc: Exception) -> str:
+    """Where and what a YAML parser's error (``yaml.MarkedYAMLError``) says, counted as editors count,
+    to follow "not valid YAML": ``at line 3, column 9: expected ',' or ']', but got ':' (while parsing a
+    flow sequence at line 2, column 8)``; its first line in brackets when the parser gave no position."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    if mark is None or not problem:
+        return f"({(str(exc).strip().splitlines() or ['no detail'])[0]})"
+    text = f"at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, where = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context:
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None and where != mark else ""
+        text += f" ({context}{at})"
+    return text

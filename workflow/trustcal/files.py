@@ -1,27 +1,40 @@
-"""File helpers shared by every stage: atomic writes and readable load errors.
+"""File helpers shared by every stage: atomic writes, readable load errors and pickles read without running code.
 
 Every output is written to a temporary name in the target's directory and then
 renamed, so a crash never leaves a half-written file that looks complete; a
 write the disk refuses (full, read-only) ends in one line naming the file, the
-cause and the fix (:class:`DiskError`).
+cause and the fix (:class:`DiskError`). No reader executes a file's contents:
+the pickled formats trustcal reads are unpickled with plain data and NumPy
+arrays only (:func:`load_plain_pickle`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import glob
 import hashlib
+import json
 import logging
 import math
 import os
+import pickle
 import re
 import shutil
+import socket
 import stat
 import tempfile
+import time
+import warnings
 import zipfile
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+try:
+    import fcntl
+except ImportError:  # not POSIX (Windows): no writer locks
+    fcntl = None
 
 import numpy as np
 import pandas as pd
@@ -41,12 +54,20 @@ def remove_stale_temporaries(directory: str | os.PathLike, name_glob: str) -> li
     """Delete what :func:`atomic_path` / :func:`atomic_directory` left in ``directory`` for targets
     matching ``name_glob`` when the writing process was killed mid-write (SIGKILL, a node going down).
 
-    Nothing under a target's own name is touched: those are complete by construction. Both writers
-    call it for their target before writing it again; returns what was removed.
+    Nothing under a target's own name is touched: those are complete by construction. Nor is the
+    temporary of a writer still at work: a target whose writer's lock (:func:`writer_lock`) another
+    process holds keeps its temporaries. Both writers call it for their target before writing it
+    again; returns what was removed.
     """
     removed = []
     for pattern in (f".{name_glob}.*.tmp", f".{name_glob}.*.old"):
         for tmp in Path(directory).glob(pattern):
+            target = tmp.name[1:].rsplit(".", 2)[0]  # .{target}.{random}.tmp: the random part has no dot
+            if not fnmatch.fnmatchcase(target, name_glob):
+                continue  # another target's, whose name starts alike (out.x for out)
+            if _locked_elsewhere(tmp.parent / target):
+                log.info("%s: left alone, another process is writing %s now", tmp, target)
+                continue
             if tmp.is_dir() and not tmp.is_symlink():
                 shutil.rmtree(tmp, ignore_errors=True)
             else:
@@ -54,6 +75,99 @@ def remove_stale_temporaries(directory: str | os.PathLike, name_glob: str) -> li
             log.warning("%s: removed, left half-written by an interrupted run", tmp)
             removed.append(tmp)
     return removed
+
+
+# --- One writer at a time: a lock beside the target, held for the whole write ---------------------
+
+_held_locks: set[Path] = set()  # the lock files this process holds
+
+
+def _lock_file(path: Path) -> Path:
+    return path.parent / f".{path.name}.lock"
+
+
+def _locked_elsewhere(path: Path) -> bool:
+    """Whether another process holds the writer's lock of ``path`` (:func:`writer_lock`) now."""
+    lock = _lock_file(path)
+    if fcntl is None or lock in _held_locks:
+        return False
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:  # no lock file: no writer (or one that cannot lock)
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released by the close below
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without locks
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock file, as its holder wrote it ("pid 12 on host, started …"), or ''."""
+    with contextlib.suppress(OSError):
+        return os.pread(fd, 200, 0).decode(errors="replace").strip()
+    return ""
+
+
+@contextlib.contextmanager
+def writer_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold the writer's lock of ``path`` while the block runs: an ``flock`` on ``.{name}.lock`` beside
+    it, which says who holds it (pid, host, start time) and is removed when the block ends.
+
+    Another process holding it: :class:`TrustcalError` at once, naming that process (the block does
+    not run). A file system that cannot lock (some network mounts) is written without the lock. The
+    kernel releases the lock of a process that dies, so a killed writer never blocks the next one.
+    """
+    path = Path(path)
+    lock = _lock_file(path)
+    if fcntl is None:
+        yield
+        return
+    with disk_errors(path):
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(fd)
+                os.close(fd)
+                raise TrustcalError(
+                    f"{path}: another trustcal run{f' ({holder})' if holder else ''} is writing it now "
+                    f"(it holds {lock}). Fix: wait until that run has finished, or write elsewhere."
+                ) from None
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                    raise
+                log.info("%s: this file system cannot lock; written without a lock", path)
+                fd = None
+                break
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(lock))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the run before ours removed this lock file as it finished: take the new one
+    if fd is None:
+        yield
+        return
+    _held_locks.add(lock)
+    try:
+        with contextlib.suppress(OSError):  # who holds it, for another run's message (a full disk: unsaid)
+            os.ftruncate(fd, 0)
+            started = time.strftime("%Y-%m-%d %H:%M:%S")
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
+        yield
+    finally:
+        _held_locks.discard(lock)
+        with contextlib.suppress(OSError):
+            os.unlink(lock)  # while still held: a run that opened it meanwhile sees it is gone, and retries
+        os.close(fd)
 
 
 # --- A write the disk refuses: one line naming the file, the cause and the fix ---------------------
@@ -127,24 +241,44 @@ def _write_refused(folder: Path) -> OSError | None:
     return None
 
 
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+def full_disk_cause(exc: BaseException) -> OSError | None:
+    """The ``OSError`` of a full disk (:data:`FULL_DISK`) that ``exc`` is or was raised while handling
+    (its chain of causes, as its traceback shows it), or None.
+
+    A library that meets a full disk may fail again while cleaning up: matplotlib's PDF writer raises
+    an ``AttributeError`` while closing the stream the disk refused. The first error is the cause.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in FULL_DISK:
+            return exc
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return None
+
+
 @contextlib.contextmanager
 def disk_errors(path: str | os.PathLike) -> Iterator[None]:
     """Turn a write of ``path`` that the disk refused into a :class:`DiskError` (:func:`disk_error`).
 
-    An ``OSError`` carries its errno. Writers in C++ (``torch.save``) raise a ``RuntimeError`` without
-    one ("basic_ios::clear: iostream error", "unexpected pos"): a plain write into the same folder,
-    made while the half-written file still fills the disk, tells whether the disk refused. Anything
-    else passes through unchanged. :func:`atomic_path` and :func:`atomic_directory` write inside it.
+    An ``OSError`` carries its errno; an error raised while handling a full disk's (a library failing
+    again as it cleans up: :func:`full_disk_cause`) is that full disk. Writers in C++ (``torch.save``)
+    raise a ``RuntimeError`` without one ("basic_ios::clear: iostream error", "unexpected pos"): a plain
+    write into the same folder, made while the half-written file still fills the disk, tells whether
+    the disk refused. Anything else, a :class:`TrustcalError` included, passes through unchanged.
+    :func:`atomic_path` and :func:`atomic_directory` write inside it.
     """
     try:
         yield
-    except OSError as exc:
-        error = disk_error(path, exc)
-        if error is None:
-            raise
-        raise error from None
-    except RuntimeError:
-        refused = _write_refused(_existing_folder(Path(path).parent))
+    except TrustcalError:
+        raise
+    except Exception as exc:
+        refused = exc if isinstance(exc, OSError) and exc.errno in DISK_FAULTS else full_disk_cause(exc)
+        if refused is None and isinstance(exc, RuntimeError):
+            refused = _write_refused(_existing_folder(Path(path).parent))
         error = disk_error(path, refused) if refused is not None else None
         if error is None:
             raise
@@ -199,13 +333,20 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
-def refuse_read_only(path: Path) -> None:
-    """Raise :class:`TrustcalError` if ``path`` or anything in it is read-only (no owner write bit).
+def refuse_read_only(path: Path, names: Iterable[str] | None = None) -> None:
+    """Raise :class:`TrustcalError` if ``path`` or anything in it is read-only (no owner write bit); with
+    ``names`` (paths relative to ``path``), only ``path``, those of them that exist and their folders.
 
     A read-only result was protected on purpose. The mode bits are checked, not :func:`os.access`,
     which says yes to root whatever the bits.
     """
-    for p in [path, *path.rglob("*")]:
+    if names is None:
+        checked = [path, *path.rglob("*")]
+    else:
+        inside = {PurePosixPath(n) for n in names}
+        inside |= {parent for n in inside for parent in n.parents if parent != PurePosixPath(".")}
+        checked = [path, *(p for p in (path / n for n in sorted(inside)) if os.path.lexists(p))]
+    for p in checked:
         mode = p.lstat().st_mode
         if not p.is_symlink() and not mode & stat.S_IWUSR:
             what = "the output directory" if p == path else f"{p.relative_to(path)} in the output directory"
@@ -215,56 +356,233 @@ def refuse_read_only(path: Path) -> None:
             )
 
 
-@contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike, marker: str) -> Iterator[Path]:
-    """Yield a temporary directory next to ``path``; on success it replaces ``path`` whole.
+def written_files(directory: str | os.PathLike) -> list[str]:
+    """Every file under ``directory`` (symbolic links included, folders not), as sorted paths relative
+    to it with ``/``: what a writer of :func:`atomic_directory` lists in its marker."""
+    return sorted(_tree(Path(directory))[0])
 
-    ``path`` may be missing, empty, or a directory written this way before
-    (one that holds ``marker``); anything else, or a read-only ``path`` or file in it
-    (:func:`refuse_read_only`), raises :class:`TrustcalError` before any file is written.
-    On any exception nothing is left behind: the temporary directory and the parent
-    directories created for it are removed and ``path`` is left as it was.
+
+def _tree(root: Path) -> tuple[set[str], set[str]]:
+    """(files, folders) under ``root``, relative, with ``/``; a symbolic link (to a folder too) is a file."""
+    files, folders = set(), set()
+    for parent, dirnames, filenames in os.walk(root):
+        rel = PurePosixPath(Path(parent).relative_to(root).as_posix())
+        for name in list(dirnames):
+            if os.path.islink(os.path.join(parent, name)):
+                dirnames.remove(name)
+                files.add((rel / name).as_posix())
+            else:
+                folders.add((rel / name).as_posix())
+        files.update((rel / name).as_posix() for name in filenames)
+    return files, folders
+
+
+def _listed(path: Path) -> set[str]:
+    """The files listed in ``path`` (JSON whose ``written`` is a list of paths relative to its folder):
+    none when it is missing, not such JSON, or lists none (an older marker, a copied one). A path that
+    would leave the folder is ignored."""
+    try:
+        listed = json.loads(path.read_text()).get("written")
+    except (OSError, ValueError, AttributeError):
+        return set()
+    names = set()
+    for name in listed if isinstance(listed, list) else ():
+        rel = PurePosixPath(name) if isinstance(name, str) else None
+        if rel is not None and rel.parts and not rel.is_absolute() and ".." not in rel.parts:
+            names.add(rel.as_posix())
+    return names
+
+
+def _plain(path: Path, rel: str) -> bool:
+    """Whether every folder between ``path`` and ``path/rel`` is a folder, not a link or a file."""
+    parent = path
+    for part in PurePosixPath(rel).parts[:-1]:
+        parent = parent / part
+        if parent.is_symlink() or not parent.is_dir():
+            return False
+    return True
+
+
+def _replaceable(path: Path, marker: str) -> set[str]:
+    """Check that ``path`` may receive an :func:`atomic_directory` write; the files in it that were
+    written that way (listed in its marker, or in the journal of a write interrupted while moving its
+    files into place), which a new write removes when it does not write them again."""
+    if not path.exists():
+        return set()
+    if not path.is_dir():
+        raise TrustcalError(f"{path}: exists and is not a directory. Fix: choose another output directory.")
+    ours = _listed(path / marker) | _listed(path / f"{marker}.incomplete")
+    refuse_read_only(path, ours)  # the files a write would replace: also checked once they are known (_merge)
+    journal = path / f"{marker}.incomplete"
+    if not (path / marker).exists() and not journal.exists() and any(not p.is_dir() for p in path.rglob("*")):
+        raise TrustcalError(
+            f"{path}: the output directory holds files that trustcal did not write, which it would replace. "
+            "Fix: choose a new or empty directory."
+        )
+    return ours
+
+
+def _conflicts(path: Path, files: set[str], folders: set[str]) -> None:
+    """Raise :class:`TrustcalError` for a file of ``path`` in the way of the new ``files`` and ``folders``:
+    a folder where a file goes, a file or link where a folder goes."""
+    for rel in sorted(files | folders):
+        parts = PurePosixPath(rel).parts
+        for i in range(1, len(parts) + (rel in folders)):
+            where = path.joinpath(*parts[:i])
+            if os.path.lexists(where) and (where.is_symlink() or not where.is_dir()):
+                raise TrustcalError(
+                    f"{where}: a {'link' if where.is_symlink() else 'file'} where trustcal writes the folder "
+                    f"{'/'.join(parts[:i])}/. Fix: move it away, or choose another output directory."
+                )
+        where = path / rel
+        if rel in files and where.is_dir() and not where.is_symlink():
+            raise TrustcalError(
+                f"{where}: a folder where trustcal writes the file {rel}. "
+                "Fix: move it away, or choose another output directory."
+            )
+
+
+def _merge(tmp: Path, path: Path, marker: str, ours: set[str]) -> list[str]:
+    """Move the files of ``tmp`` into the existing folder ``path``, the marker last; remove the files of
+    ``ours`` (written there before) that ``tmp`` does not hold; every other file stays. Returns those
+    kept (relative paths).
+
+    Each file replaced or removed is first moved into a backup folder beside ``path``, so a failure on
+    the way moves everything back. While the files move, ``path`` holds no marker and a journal
+    (``{marker}.incomplete``) lists every file trustcal may have written there: a crash leaves a folder
+    that does not look complete, which the next write accepts and cleans as it would a complete one.
+    """
+    files, folders = _tree(tmp)
+    journal = f"{marker}.incomplete"
+    _conflicts(path, files, folders)
+    refuse_read_only(path, files | folders)
+    before = _tree(path)[0]
+
+    def removable(rel: str) -> bool:  # a file or link still there, reached through folders only
+        where = path / rel
+        return os.path.lexists(where) and _plain(path, rel) and (where.is_symlink() or not where.is_dir())
+
+    stale = sorted(rel for rel in ours - files - {journal} if removable(rel))
+    kept = sorted(before - files - ours - {journal})
+    backup = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+    moved: list[tuple[Path, Path]] = []  # renames made, undone last first on a failure
+    made: list[Path] = []  # folders made in path
+
+    def folder(where: Path, record: bool) -> None:
+        missing = [p for p in [where, *where.parents] if not p.exists()]
+        for p in reversed(missing):
+            p.mkdir()
+            if record:
+                made.append(p)
+
+    def move(src: Path, dst: Path) -> None:
+        os.replace(src, dst)
+        moved.append((src, dst))
+
+    def put_aside(rel: str) -> None:
+        folder((backup / "old" / rel).parent, record=False)
+        move(path / rel, backup / "old" / rel)
+
+    def put(src: Path, rel: str) -> None:
+        if os.path.lexists(path / rel):
+            put_aside(rel)
+        folder((path / rel).parent, record=True)
+        move(src, path / rel)
+
+    undone = False
+    try:
+        (backup / "journal").write_text(json.dumps({"written": sorted(ours | files)}, indent=2) + "\n")
+        put(backup / "journal", journal)
+        if os.path.lexists(path / marker):
+            put_aside(marker)  # from here until the new marker, path does not look complete
+        for rel in sorted(files - {marker}):
+            put(tmp / rel, rel)
+        for rel in sorted(folders):
+            folder(path / rel, record=True)
+        for rel in stale:
+            put_aside(rel)
+        if marker in files:
+            put(tmp / marker, marker)
+        undone = True  # done, nothing to undo
+    except BaseException:
+        try:
+            for src, dst in reversed(moved):
+                os.replace(dst, src)
+            for p in reversed(made):
+                p.rmdir()
+            undone = True
+        except OSError as exc:  # the journal stays: the next write cleans up
+            log.error("%s: could not move the files of an unfinished write back (%s); rerun", path, exc)
+        raise
+    finally:
+        if undone:
+            shutil.rmtree(backup, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.unlink(path / journal)
+    for rel in stale:  # the folders they leave empty, up to path (not those the new write has)
+        for parent in PurePosixPath(rel).parents:
+            if parent == PurePosixPath(".") or parent.as_posix() in folders:
+                break
+            try:
+                (path / parent).rmdir()
+            except OSError:
+                break
+    return kept
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike, marker: str, kept: list[str] | None = None) -> Iterator[Path]:
+    """Yield a temporary directory next to ``path``; on success its files take their places in ``path``.
+
+    ``path`` may be missing (the temporary directory is renamed onto it), empty, or a directory written
+    this way before (one that holds ``marker``); anything else, a read-only ``path``, or a read-only file
+    in it that the write would replace or remove (:func:`refuse_read_only`), raises :class:`TrustcalError`
+    before any file of ``path`` is touched.
+
+    A marker written as JSON with ``written``, the list of the files written (:func:`written_files`),
+    lets the next write remove those it does not write again; every file not listed there and not
+    written again (the user's own: notes, data, a figure of theirs) stays, and is named in ``kept``
+    (extended) and the log. The marker is moved into place last (:func:`_merge`): a crash never leaves
+    a folder that looks complete. One write at a time (:func:`writer_lock`): another process writing
+    ``path`` is an error. On any exception ``path`` is left as it was, and the temporary directory and
+    the parent directories created for it are removed.
     """
     path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise TrustcalError(f"{path}: exists and is not a directory. Fix: choose another output directory.")
-        refuse_read_only(path)
-        if not (path / marker).exists() and any(not p.is_dir() for p in path.rglob("*")):
-            raise TrustcalError(
-                f"{path}: the output directory holds files that trustcal did not write, which it would replace. "
-                "Fix: choose a new or empty directory."
-            )
+    if path.name in ("", ".."):  # "." or "a/..": the folder's own name, for the temporaries beside it
+        path = Path(os.path.abspath(path))
     created = [p for p in reversed(path.parents) if not p.exists()]
-    with disk_errors(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(path.parent, glob.escape(path.name))
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result is an ordinary directory
     done = False
     try:
-        try:
+        with disk_errors(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with writer_lock(path):
+            ours = _replaceable(path, marker)
             with disk_errors(path):
-                yield tmp
-        except DiskError as exc:  # a file written inside: named as it will be, not by its temporary name
-            message = str(exc).replace(os.path.abspath(tmp), os.path.abspath(path)).replace(str(tmp), str(path))
-            raise DiskError(message) from None
-        old = None
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
-            os.replace(path, old)  # onto an empty directory: allowed by POSIX rename
-        try:
-            os.replace(tmp, path)
-        except OSError:
-            if old is not None:
-                os.replace(old, path)
-            raise
-        done = True
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+                remove_stale_temporaries(path.parent, glob.escape(path.name))
+                tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+                os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result is an ordinary directory
+            try:
+                try:
+                    with disk_errors(path):
+                        yield tmp
+                except DiskError as exc:  # a file written inside: named as it will be, not by its temporary name
+                    message = str(exc).replace(os.path.abspath(tmp), os.path.abspath(path)).replace(str(tmp), str(path))
+                    raise DiskError(message) from None
+                with disk_errors(path):
+                    if path.exists():
+                        left = _merge(tmp, path, marker, ours)
+                    else:
+                        os.replace(tmp, path)
+                        left = []
+                done = True
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+        if left:
+            log.info("%s: kept %d file(s) trustcal did not write: %s", path, len(left), ", ".join(left))
+        if kept is not None:
+            kept.extend(left)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
         if not done:
             for p in reversed(created):
                 with contextlib.suppress(OSError):
@@ -407,6 +725,88 @@ def read_csv(path: str | os.PathLike, columns: tuple[str, ...], rule: str) -> pd
     if missing:
         raise TrustcalError(f"{path}: missing column(s) {missing}; {hint}.")
     return df
+
+
+# --- Pickles read without running code ----------------------------------------------------------
+#
+# A pickle names the functions and classes that rebuild its objects, and pickle.load imports and calls
+# whatever it names (os.system, …): a crafted file runs code as it is read. The pickled formats trustcal
+# reads (CIFAR-10's batches, a loss_history.npy) hold plain data (dict, list, tuple, str, bytes, int,
+# float, bool, None) and NumPy arrays, so they are read by an unpickler that resolves only the names
+# those need and refuses any other before anything is called. Checkpoints are read by torch.load with
+# weights_only=True, PyTorch's own restricted unpickler (trustcal.training.loop).
+
+# NumPy's reconstruction of arrays, dtypes and scalars, under NumPy 2's module names and NumPy 1's
+# (which NumPy 2 still reads); _frombuffer is the array form of pickle protocol 5.
+NUMPY_PICKLE_GLOBALS = frozenset(
+    {
+        (module, name)
+        for module in ("numpy._core.multiarray", "numpy.core.multiarray")
+        for name in ("_reconstruct", "scalar")
+    }
+    | {(module, "_frombuffer") for module in ("numpy._core.numeric", "numpy.core.numeric")}
+    | {("numpy", "ndarray"), ("numpy", "dtype")}
+)
+
+
+def _latin1_bytes(text: str, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+    """What a protocol-2 pickle of ``bytes`` written by Python 3 calls, ``_codecs.encode(text, "latin1")``;
+    no other codec."""
+    if encoding not in ("latin1", "latin-1") or errors != "strict" or not isinstance(text, str):
+        raise RefusedPickle(f"it calls _codecs.encode with encoding {encoding!r}, which plain bytes never need")
+    return text.encode("latin1")
+
+
+def _empty_bytes(*args) -> bytes:
+    """What a protocol-2 pickle of ``b""`` calls: ``bytes()``, without arguments."""
+    if args:
+        raise RefusedPickle("it calls bytes with arguments, which plain bytes never need")
+    return b""
+
+
+# Plain bytes in a protocol-2 pickle written by Python 3: stand-ins that do what the pickle asks of them, no more.
+_BYTES_STAND_INS = {
+    ("_codecs", "encode"): _latin1_bytes,
+    ("builtins", "bytes"): _empty_bytes,
+    ("__builtin__", "bytes"): _empty_bytes,
+}
+PLAIN_PICKLE_GLOBALS = NUMPY_PICKLE_GLOBALS | frozenset(_BYTES_STAND_INS)
+
+
+class RefusedPickle(pickle.UnpicklingError):
+    """A pickle names a function or class outside what :func:`load_plain_pickle` admits (or asks one of
+    them for more than plain data); the message, in words that follow the file's name, says which."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def __init__(self, fh, admitted: frozenset, what: str, encoding: str):
+        super().__init__(fh, encoding=encoding)
+        self._admitted, self._what = admitted, what
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self._admitted:
+            raise RefusedPickle(f"it names {module}.{name}, which {self._what} never needs; not loaded")
+        if (module, name) in _BYTES_STAND_INS:
+            return _BYTES_STAND_INS[module, name]
+        with warnings.catch_warnings():  # NumPy 2 on numpy.core.numeric: renamed numpy._core.numeric
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        raise RefusedPickle(f"it holds a persistent id, which {self._what} never needs; not loaded")
+
+
+def load_plain_pickle(fh, what: str, *, admitted: frozenset = PLAIN_PICKLE_GLOBALS, encoding: str = "ASCII"):
+    """The object pickled in the binary file ``fh``, built from plain data and NumPy arrays only.
+
+    Any function or class the pickle names outside ``admitted`` (by default NumPy's array
+    reconstruction and the calls plain bytes need) raises :class:`RefusedPickle` before it is
+    imported or called, so a crafted file cannot run code; ``what`` names the format in that
+    message ("a CIFAR-10 batch"). ``encoding`` is pickle's, for strings written by Python 2
+    (``"latin1"`` for CIFAR-10's batches, as torchvision reads them). A damaged pickle raises
+    what :func:`pickle.load` raises (``UnpicklingError``, ``EOFError``, ``ValueError``, …).
+    """
+    return _PlainUnpickler(fh, admitted, what, encoding).load()
 
 
 # --- The results contract: results/{dataset}/seed{N}/<table> -------------------------------------

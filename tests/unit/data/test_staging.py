@@ -4,14 +4,17 @@ import csv
 import gzip
 import hashlib
 import io
+import pickle
 import shutil
 import socket
+import struct
 import tarfile
 import urllib.error
 import urllib.request
 
 import numpy as np
 import pytest
+from helpers.payload import Payload
 
 from trustcal.data import staging as data
 from trustcal.data.synthetic import write_cifar10, write_mnist
@@ -39,11 +42,126 @@ def test_checksummed_cifar_rejects_synthetic_batches(tiny_data):
         data.load_raw("cifar10", tiny_data, verify_checksums=True)
 
 
+# --- CIFAR-10's pickled batches, read without running code (issue 27) -----------------------------
+
+
+class _Python2Pickler(pickle._Pickler):
+    """Writes every str and bytes as Python 2's str (SHORT_BINSTRING/BINSTRING), as Python 2's cPickle wrote
+    the official batches; Python 3 reads them back as str with encoding="latin1"."""
+
+    dispatch = pickle._Pickler.dispatch.copy()
+
+    def _save_python2_str(self, obj):
+        raw = obj.encode("latin1") if isinstance(obj, str) else obj
+        if len(raw) < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([len(raw)]) + raw)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", len(raw)) + raw)
+        self.memoize(obj)
+
+    dispatch[str] = dispatch[bytes] = _save_python2_str
+
+
+def _pickled(obj, form: str) -> bytes:
+    """``obj`` pickled as a CIFAR-10 batch may be: ``python2`` (the official files: Python 2's str, NumPy's
+    old module name), or protocol ``2`` (Python 3's bytes through _codecs.encode: the synthetic and the
+    rebuilt batches), ``4`` or ``5`` (NumPy's buffer form)."""
+    if form != "python2":
+        return pickle.dumps(obj, protocol=int(form))
+    buf = io.BytesIO()
+    _Python2Pickler(buf, protocol=2).dump(obj)
+    return buf.getvalue().replace(b"cnumpy._core.multiarray\n", b"cnumpy.core.multiarray\n")
+
+
+def write_cifar10_as(root, form: str, seed: int = 3):
+    """Synthetic CIFAR-10 batches in torchvision's layout, pickled in ``form`` (:func:`_pickled`)."""
+    from trustcal.data.synthetic import CIFAR_LABEL_NAMES, class_images
+
+    batches = root / "cifar-10-batches-py"
+    batches.mkdir(parents=True)
+    x, y = class_images(60, (3, 32, 32), seed)
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for name, xb, yb in zip(names, np.array_split(x, 6), np.array_split(y, 6)):
+        batch = {"batch_label": name, "labels": [int(v) for v in yb], "data": xb.reshape(len(xb), -1)}
+        batch["filenames"] = [f"{name}_{i}.png" for i in range(len(xb))]
+        (batches / name).write_bytes(_pickled(batch, form))
+    meta = {"label_names": CIFAR_LABEL_NAMES, "num_cases_per_batch": 10, "num_vis": 3072}
+    (batches / "batches.meta").write_bytes(_pickled(meta, form))
+    return batches
+
+
+def torchvision_cifar10(root):
+    """(x_train, y_train, x_test, y_test) as torchvision's CIFAR10 reads them (md5s unchecked), in load_raw's layout."""
+    import torchvision.datasets as tvd
+
+    class Unchecked(tvd.CIFAR10):
+        train_list = [[name, None] for name, _ in tvd.CIFAR10.train_list]
+        test_list = [[name, None] for name, _ in tvd.CIFAR10.test_list]
+        meta = {**tvd.CIFAR10.meta, "md5": None}
+
+    out = []
+    for train in (True, False):
+        ds = Unchecked(str(root), train=train, download=False)
+        out += [np.ascontiguousarray(np.asarray(ds.data, np.uint8).transpose(0, 3, 1, 2)), np.asarray(ds.targets)]
+    return out
+
+
+@pytest.mark.parametrize("form", ["python2", "2", "4", "5"])
+def test_cifar_batches_read_as_torchvision_reads_them(tmp_path, form):
+    write_cifar10_as(tmp_path, form)
+    ours = data.load_raw("cifar10", tmp_path, verify_checksums=False)
+    theirs = torchvision_cifar10(tmp_path)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+        assert a.flags.c_contiguous
+    assert [a.dtype for a in ours] == [np.uint8, np.int64, np.uint8, np.int64]
+    assert ours[0].shape == (50, 3, 32, 32) and ours[2].shape == (10, 3, 32, 32)
+
+
+def test_the_synthetic_batches_read_as_torchvision_reads_them(tiny_data):
+    for a, b in zip(data.load_raw("cifar10", tiny_data, verify_checksums=False), torchvision_cifar10(tiny_data)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["data_batch_3", "test_batch", "batches.meta"])
+def test_a_cifar_batch_replaced_by_a_pickle_payload_is_refused_and_never_run(tmp_path, name):
+    """Issue 27: with verify_checksums false (rebuilt CIFAR-10, tests/tiny.yaml), a batch file is read
+    by an unpickler that builds plain data and NumPy arrays only: a pickle naming anything else
+    (here os.system) is refused with the file's name, and nothing in it runs."""
+    batches = write_cifar10(tmp_path, n_train=50, n_test=10)
+    marker = tmp_path / "ran"
+    payload = _pickled({"batch_label": "x", "labels": [0], "data": Payload(marker)}, "2")
+    pickle.loads(payload)  # the payload is live: pickle.load runs it
+    assert marker.exists()
+    marker.unlink()
+    (batches / name).write_bytes(payload)
+    with pytest.raises(data.DatasetUnavailable) as err:
+        data.load_raw("cifar10", tmp_path, verify_checksums=False)
+    first = str(err.value).splitlines()[0]
+    assert str(batches / name) in first and "system" in first and "Fix:" in first
+    assert not marker.exists(), "the batch's pickle must not run"
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"\x80\x02}q\x00", "unreadable"),  # truncated
+        (pickle.dumps([1, 2, 3], protocol=2), "not a CIFAR-10 batch"),
+        (pickle.dumps({"labels": [1]}, protocol=2), "not a CIFAR-10 batch"),
+    ],
+)
+def test_a_damaged_cifar_batch_is_named(tmp_path, content, expected):
+    batches = write_cifar10(tmp_path, n_train=50, n_test=10)
+    (batches / "data_batch_2").write_bytes(content)
+    with pytest.raises(data.DatasetUnavailable, match=rf"data_batch_2: {expected}.*Fix:"):
+        data.load_raw("cifar10", tmp_path, verify_checksums=False)
+
+
 def test_real_mnist_test_files_load_through_the_same_code(tmp_path, shared):
     """The original t10k archives match torchvision's md5s and read through load_raw."""
     mnist_test_files = shared("datasets/mnist-test")
     raw = write_mnist(tmp_path, n_train=20, n_test=10)
-    md5s = dict(data._torchvision_class("mnist", True).resources)
+    md5s = data.MNIST_ARCHIVE_MD5  # torchvision's
     for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
         archive = mnist_test_files / f"{name}.gz"
         assert hashlib.md5(archive.read_bytes()).hexdigest() == md5s[f"{name}.gz"]
@@ -316,6 +434,11 @@ def test_failed_download_says_which_files_to_put_where(tmp_path, offline, datase
     for text in expected + [str(tmp_path / "data"), "could not be fetched"]:
         assert text in message
     assert offline, "the download was attempted"
+    # the last line is the fix: the air-gapped route (workflow/scripts/_common.py logs it with the cause)
+    assert message.splitlines()[-1] == (
+        "Fix: without network access to the dataset hosts, stage the files listed above by hand and run with "
+        "download: false (--config download=false): the air-gapped route, docs/usage.md#the-datasets."
+    )
 
 
 @pytest.mark.parametrize("dataset", data.DATASETS)

@@ -97,6 +97,34 @@ def test_binary_column_named_after_a_class_is_that_class():
     np.testing.assert_array_equal(m.apply(np.array([0.75]), "probs"), [[0.75, 0.25]])
 
 
+@pytest.mark.parametrize("name", ["p0", "prob_class_0", "Class_0_Probability", "score_0"])
+def test_binary_column_whose_name_holds_a_class_index_is_that_class(name):
+    m = cmap(np.array([0.75, 0.5]), [1.0, 0.0], [name])
+    assert m.positive == 0  # it was 1: P(y = 0) read as P(y = 1)
+    assert cmap(np.array([0.75, 0.5]), [1.0, 0.0], [name.replace("0", "1")]).positive == 1
+
+
+def test_binary_column_named_by_a_number_that_is_no_class_keeps_the_default():
+    assert cmap(np.array([0.75, 0.5]), [1.0, 0.0], ["model_v2"]).positive == 1
+    assert cmap(np.array([0.75, 0.5]), [1.0, 0.0], ["p10"]).positive == 1  # 10, not 1 or 0
+
+
+def test_binary_column_named_after_a_class_name_within_its_name():
+    labels = np.array(["spam", "ham", "spam"], dtype=object)
+    assert cmap(np.array([0.9, 0.2, 0.6]), labels, ["p_ham"]).positive == 0  # ham sorts first
+    assert cmap(np.array([0.9, 0.2, 0.6]), labels, ["prob_spam"]).positive == 1
+    assert cmap(np.array([0.9, 0.2, 0.6]), labels, ["hamster"]).positive == 1  # not the word ham: the default
+
+
+def test_binary_column_named_after_both_classes_is_ambiguous_and_names_the_option():
+    with pytest.raises(LabelError, match="'p_0_vs_1', names both classes") as info:
+        cmap(np.array([0.75, 0.5]), [1.0, 0.0], ["p_0_vs_1"])
+    assert info.value.options == ("positive_class",) and "positive_class=NAME" in str(info.value)
+    assert cmap(np.array([0.75, 0.5]), [1.0, 0.0], ["p_0_vs_1"], positive_class="0").positive == 0
+    with pytest.raises(LabelError, match="names both classes"):
+        cmap(np.array([0.9, 0.2]), np.array(["spam", "ham"], dtype=object), ["spam_or_ham"])
+
+
 def test_binary_string_labels_with_the_positive_class():
     labels = np.array(["spam", "ham", "spam"], dtype=object)
     m = cmap(np.array([0.9, 0.2, 0.6]), labels, ["score"], positive_class="spam")

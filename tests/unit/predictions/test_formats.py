@@ -4,6 +4,7 @@ import gzip
 
 import numpy as np
 import pytest
+from helpers.payload import Payload
 
 from trustcal.predictions import formats
 from trustcal.predictions.errors import CellError, ColumnError, PredictionError, UnreadableFile
@@ -158,3 +159,28 @@ def test_read_options_are_checked_when_made():
     with pytest.raises(PredictionError, match="prob_columns='\\(' is not a valid regular expression"):
         ReadOptions(prob_columns="(")
     assert ReadOptions(positive_class=1).positive_class == "1"  # a number in config.yaml
+
+
+@pytest.mark.parametrize("name", ["p.npz", "p.npy", "labels.npy"])
+def test_a_numpy_file_holding_a_pickle_payload_is_refused_and_never_run(tmp_path, name):
+    """Issue 27: NumPy files are read with allow_pickle=False: an object array (a pickle, here one that
+    calls os.system) is refused with the file's name, and nothing in it runs."""
+    marker = tmp_path / "ran"
+    payload = np.array([Payload(marker)], dtype=object)
+    path = tmp_path / name
+    if name == "p.npz":
+        np.savez(path, probs=payload, labels=np.array([0]))
+    else:
+        np.save(path, payload, allow_pickle=True)
+    loaded = np.load(path, allow_pickle=True)  # the payload is live: unpickled, it runs
+    if name == "p.npz":
+        loaded["probs"]
+    assert marker.exists()
+    marker.unlink()
+    with pytest.raises(UnreadableFile) as err:
+        if name == "labels.npy":
+            formats.read_labels_file(path, ReadOptions())
+        else:
+            formats.read_table(path, ReadOptions(labels=str(tmp_path / "labels.npy")))
+    assert str(err.value).startswith(f"{path}: ") and "allow_pickle=False" in str(err.value)
+    assert not marker.exists(), "the file's pickle must not run"

@@ -122,3 +122,17 @@ def test_a_series_needs_the_same_classes_in_every_file(tmp_path):
         validation.load_series(files, ReadOptions(), [].append)
     loaded = validation.load_series(files[:1], ReadOptions(), [].append)
     assert [item.file.epoch for item in loaded] == [1]
+
+
+def test_below_chance_advice_names_the_option_that_flips_a_single_column():
+    """Two classes below chance: perhaps a binary classifier's P(y = 0) read as P(y = 1)."""
+    warnings = []
+    probs = np.array([[0.2, 0.8], [0.9, 0.1], [0.3, 0.7]])
+    validation.suspicious(probs, np.array([0, 1, 0]), Path("p.csv"), warnings.append)
+    [w] = [w for w in warnings if w.code == "below_chance"]
+    assert "positive_class=NAME" in w.message and w.options == ("positive_class",)
+    warnings.clear()
+    three = np.array([[0.1, 0.1, 0.8], [0.8, 0.1, 0.1], [0.1, 0.8, 0.1]])
+    validation.suspicious(three, np.array([0, 1, 2]), Path("p.csv"), warnings.append)
+    [w] = [w for w in warnings if w.code == "below_chance"]
+    assert "positive_class" not in w.message and w.options == ()  # no single column to flip

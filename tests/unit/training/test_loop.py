@@ -3,6 +3,7 @@
 import logging
 import math
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -11,10 +12,11 @@ import time
 import numpy as np
 import pytest
 import torch
+from helpers.payload import Payload
 from helpers.training import EPS32, LAMBDA, overwrite_member_start, overwrite_values, splits, train
 
 from trustcal.errors import TrustcalError
-from trustcal.files import verify_zip
+from trustcal.files import seal_zip, verify_zip
 from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device
 from trustcal.training.models import build_model, count_parameters
 
@@ -376,3 +378,80 @@ def test_device_resolution(monkeypatch):
     assert resolve_device("auto").type == "cpu"
     with pytest.raises(TrustcalError, match="no CUDA GPU"):
         resolve_device("cuda")
+
+
+def write_payload_checkpoint(path, marker, form):
+    """Replace the checkpoint ``path`` by a pickle that runs ``touch marker`` when loaded: a zip as torch.save
+    writes it (``plain``), the same sealed with its content digest (``sealed``: the digest is unkeyed, so it
+    verifies), or a bare pickle (``bare``)."""
+    if form == "bare":
+        path.write_bytes(pickle.dumps(Payload(marker), protocol=2))
+        return
+    with open(path, "wb") as fh:
+        torch.save({"epoch": 2, "model": Payload(marker)}, fh)
+    if form == "sealed":
+        seal_zip(path)
+        assert verify_zip(path) is True
+
+
+@pytest.mark.parametrize("form", ["plain", "sealed", "bare"])
+def test_a_checkpoint_replaced_by_a_pickle_payload_is_refused_and_never_run(tmp_path, caplog, form):
+    """Issue 27: no checkpoint reader executes the file's pickle. A payload in place of the last checkpoint
+    is refused with a line naming the file and the fix; rerunning training, as it says, rewrites it."""
+    data = splits("mnist", n_train=64)
+    train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path / "straight")
+    run = tmp_path / "run"
+    train(TrainConfig("mnist", seed=0, epochs=2), data, run)
+    marker = tmp_path / "ran"
+    write_payload_checkpoint(checkpoint_path(run, 2), marker, form)
+    if form != "bare":  # the payload is live: an unrestricted load runs it
+        torch.load(checkpoint_path(run, 2), weights_only=False)
+        assert marker.exists()
+        marker.unlink()
+    for load in (load_checkpoint, lambda p: compute_logits(p, "mnist", data)):
+        with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint .*; rerun training") as err:
+            load(checkpoint_path(run, 2))
+        assert "\n" not in str(err.value) and "weights_only" not in str(err.value)
+        if form != "bare":
+            assert "system" in str(err.value)  # what it names: posix.system
+    assert not marker.exists(), "the checkpoint's pickle must not run"
+    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+        train(TrainConfig("mnist", seed=0, epochs=2), data, run)
+    assert any("epoch002.pt: checkpoint" in r.message and "rewriting it" in r.message for r in caplog.records)
+    assert not marker.exists(), "the checkpoint's pickle must not run"
+    assert checkpoint_path(run, 2).read_bytes() == checkpoint_path(tmp_path / "straight", 2).read_bytes()
+
+
+def test_checkpoints_hold_tensors_and_plain_data_only(tmp_path):
+    """What training writes reads with torch.load(weights_only=True) and no allowance: the PyTorch version
+    is a plain str, not torch's TorchVersion."""
+    train(TrainConfig("mnist", seed=0, epochs=1), splits("mnist", n_train=64), tmp_path)
+    state = torch.load(checkpoint_path(tmp_path, 1), weights_only=True)
+    assert type(state["torch_version"]) is str and state["torch_version"] == str(torch.__version__)
+    assert state["epoch"] == 1 and torch.equal(
+        state["model"]["1.weight"], load_checkpoint(checkpoint_path(tmp_path, 1))["model"]["1.weight"]
+    )
+
+
+def test_checkpoints_with_a_torch_version_object_load_and_resume_bit_for_bit(tmp_path, caplog):
+    """Checkpoints of the code before issue 27 carry torch.__version__ itself (a TorchVersion, which
+    torch.load(weights_only=True) refuses by default): they are read without running code (that one
+    class admitted), and training resumes from them bit for bit."""
+    from trustcal.training.loop import checkpoint_problem, save_checkpoint
+
+    data = splits("mnist", n_train=64)
+    train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "straight")
+    old = tmp_path / "old"
+    old.mkdir()
+    for e in (1, 2):
+        state = load_checkpoint(checkpoint_path(tmp_path / "straight", e))
+        save_checkpoint(checkpoint_path(old, e), {**state, "torch_version": torch.__version__})
+    with pytest.raises(pickle.UnpicklingError, match="TorchVersion"):
+        torch.load(checkpoint_path(old, 2), weights_only=True)
+    assert load_checkpoint(checkpoint_path(old, 2))["torch_version"] == torch.__version__
+    assert checkpoint_problem(checkpoint_path(old, 2)) is None
+    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+        h = train(TrainConfig("mnist", seed=0, epochs=3), data, old)
+    assert list(h["epoch"]) == [1, 2, 3]
+    assert [r.message[:11] for r in caplog.records if r.message.startswith("epoch ")] == ["epoch   3/3"]
+    assert checkpoint_path(old, 3).read_bytes() == checkpoint_path(tmp_path / "straight", 3).read_bytes()

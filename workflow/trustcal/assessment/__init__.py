@@ -12,8 +12,9 @@ Shared by ``trustcal assess`` (:mod:`trustcal.cli`), the Python API (:mod:`trust
   split), :func:`assess_loaded`;
 - :mod:`~trustcal.assessment.summary`: the one-screen summary and the JSON document;
 - :mod:`~trustcal.assessment.figures`: the figures, drawn in forked processes where that is safe;
-- :mod:`~trustcal.assessment.output`: everything written into a temporary directory that replaces the
-  output directory only once it is complete (:func:`assess_to_dir`), so a failure leaves no partial output;
+- :mod:`~trustcal.assessment.output`: everything written into a temporary directory whose files take their
+  places in the output directory only once it is complete (:func:`assess_to_dir`), so a failure leaves no
+  partial output, and a file there that trustcal did not write stays;
 - :mod:`~trustcal.assessment.result`: the :class:`Assessment` they share.
 """
 

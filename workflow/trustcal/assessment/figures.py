@@ -1,5 +1,6 @@
 """The figures of an assessment: which the tables allow, each drawn into a file per format, in forked
-processes where that is safe (:func:`figure_workers`); a figure that fails is skipped with a warning.
+processes where that is safe (:func:`figure_workers`); a figure that fails is skipped with a warning,
+except on a full disk (:class:`~trustcal.files.DiskError`), which stops the assessment.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.assessment.result import Assessment, Progress, no_progress
-from trustcal.files import PAPER_CALIBRATOR, RAW
+from trustcal.files import PAPER_CALIBRATOR, RAW, DiskError, disk_error, full_disk_cause
 from trustcal.predictions import InputWarning
 from trustcal.reporting.figures.registry import CALIBRATOR_SECTION, FIGURES
 
@@ -84,7 +85,8 @@ def draw_figures(
     processes: int = 1,
 ) -> list[str]:
     """Draw every figure into ``fig_dir``, a file per format of ``formats``, in up to ``processes``
-    processes (:func:`figure_workers`); a figure that fails is skipped with a warning, never fatal."""
+    processes (:func:`figure_workers`); a figure that fails is skipped with a warning, but a write the
+    disk refused raises :class:`~trustcal.files.DiskError` (a full disk fails every figure that follows)."""
     fig_dir.mkdir(parents=True, exist_ok=True)
     drawn = []
     jobs, a.figures_need = _figure_jobs(a, title)
@@ -118,12 +120,19 @@ def available_cores() -> int:
 
 
 def _draw_quietly(draw: Callable, paths: list[Path]) -> str | None:
-    """Draw one figure: None, or what stopped it (an optional figure must not break the assessment)."""
+    """Draw one figure: None, or what stopped it (an optional figure must not break the assessment).
+    A write the disk refused is no such thing: it raises :class:`~trustcal.files.DiskError`, also when
+    the library that wrote failed again as it cleaned up (:func:`~trustcal.files.full_disk_cause`)."""
     try:
         with pywarnings.catch_warnings():
             pywarnings.simplefilter("ignore")
             draw(paths)
+    except DiskError:
+        raise
     except Exception as exc:
+        cause = full_disk_cause(exc)
+        if cause is not None:
+            raise disk_error(cause.filename or paths[0], cause) from None
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -136,7 +145,9 @@ def _draw_forked(i: int) -> str | None:
 
 
 def _drawn(jobs: list[tuple[Callable, list[Path]]], workers: int) -> Iterable[str | None]:
-    """What :func:`_draw_quietly` says of each job, in order, each as soon as it is drawn."""
+    """What :func:`_draw_quietly` says of each job, in order, each as soon as it is drawn; its
+    :class:`~trustcal.files.DiskError`, raised in a worker, is raised here (the figures not yet begun
+    cancelled)."""
     if workers < 2:
         yield from (_draw_quietly(draw, paths) for draw, paths in jobs)
         return
@@ -152,8 +163,13 @@ def _drawn(jobs: list[tuple[Callable, list[Path]]], workers: int) -> Iterable[st
             futures = [pool.submit(_draw_forked, i) for i in range(len(jobs))]
             for future in futures:
                 try:
-                    yield future.result()
+                    result = future.result()
+                except DiskError:
+                    for other in futures:
+                        other.cancel()
+                    raise
                 except Exception as exc:  # a worker that died (memory): that figure is skipped
-                    yield f"{type(exc).__name__}: {exc}"
+                    result = f"{type(exc).__name__}: {exc}"
+                yield result
     finally:
         _FORKED.clear()

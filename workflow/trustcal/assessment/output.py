@@ -1,6 +1,8 @@
 """An assessment written out: the tables, figures, ``summary.txt``, ``warnings.txt`` and ``assess.json``
-(and with ``paper_claims`` the verdict on the paper's claims), into a temporary directory that replaces
-the output directory only once it is complete, so a failure leaves no partial output.
+(and with ``paper_claims`` the verdict on the paper's claims), into a temporary directory whose files
+take their places in the output directory only once it is complete (``assess.json``, which lists them,
+last), so a failure leaves no partial output; files of the output directory that trustcal did not write
+stay (:func:`trustcal.files.atomic_directory`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from trustcal.assessment.figures import FIGURE_FORMATS, draw_figures
 from trustcal.assessment.result import Assessment, Progress, Wording, library_words, no_progress
 from trustcal.assessment.sources import assess_files
 from trustcal.assessment.summary import file_list
-from trustcal.files import atomic_directory, write_csv
+from trustcal.files import atomic_directory, write_csv, written_files
 from trustcal.predictions import ReadOptions
 from trustcal.settings import Settings
 
-MARKER = "assess.json"  # written last; marks a directory that assess may replace
+MARKER = "assess.json"  # written last; marks a directory that assess may write again, and lists its files
 
 
 def flagged_predictions(a: Assessment) -> list[tuple[int, bool]]:
@@ -148,6 +150,7 @@ def write_assessment(
         figures=a.figures,
         warnings=len(a.warnings),
         **(meta or {}),
+        written=[*written_files(out), MARKER],  # what a rerun replaces or removes; any other file stays
     )
     (out / MARKER).write_text(json.dumps(info, indent=2, default=str) + "\n")
 
@@ -182,7 +185,8 @@ def assess_to_dir(
     claims: str | Path | None = None,
 ) -> Assessment:
     """:func:`~trustcal.assessment.sources.assess_files`, then write everything to ``out``; on any error
-    ``out`` is left as it was. ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims
+    ``out`` is left as it was. A rerun into ``out`` replaces the files it writes again and removes those
+    of the earlier assessment it does not; any other file stays, named in the result's ``kept``. ``paper_claims`` (``mnist`` or ``cifar10``): also judge the paper's claims
     about that dataset (the shipped claims file, :data:`trustcal.reporting.verdict.PAPER_CLAIMS_FILE`);
     ``claims``: a claims file of one's own (docs/claims.md), judged on the series: verdict.md and
     verdict.csv, a bad file failing before anything is read. ``progress`` shows the reading of the files and the drawing of the figures;
@@ -194,7 +198,8 @@ def assess_to_dir(
         from trustcal.reporting.verdict import load_claims
 
         load_claims(claims)  # a bad claims file: its one-line error before the predictions are read
-    with atomic_directory(out, MARKER) as tmp:
+    kept: list[str] = []
+    with atomic_directory(out, MARKER, kept) as tmp:
         a = assess_files(sources, read, settings, history=history, progress=progress)
         calibration = settings.calibration
         meta = dict(
@@ -221,4 +226,5 @@ def assess_to_dir(
             wording=wording,
             claims=claims,
         )
+    a.kept = kept
     return a

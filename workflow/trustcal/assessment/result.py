@@ -50,6 +50,7 @@ class Assessment:
     figures_left_out: list[str] = field(default_factory=list)  # could be drawn with more input …
     figures_need: dict[str, str] = field(default_factory=dict)  # … which: figure → what it needs
     class_names: tuple[str, ...] | None = None  # class k's name (string labels, named columns); None: k itself
+    kept: list[str] = field(default_factory=list)  # files of the output directory trustcal did not write, left there
 
     def summary(self) -> str:
         """The one-screen summary (:func:`~trustcal.assessment.summary.format_summary`)."""

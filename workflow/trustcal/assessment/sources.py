@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import io
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pandas as pd
 
 from trustcal.assessment.result import Assessment, Progress, no_progress
 from trustcal.assessment.tables import assess_loaded
+from trustcal.files import load_plain_pickle
 from trustcal.predictions import (
     HISTORY_NAMES,
     ColumnError,
@@ -31,24 +31,11 @@ from trustcal.predictions import (
 )
 from trustcal.settings import Settings
 
-# What a pickled loss history may name: numpy's array reconstruction, nothing else.
-# np.load(allow_pickle=True) would run whatever code a crafted file names.
-_HISTORY_PICKLE_GLOBALS = {
-    (module, name)
-    for module in ("numpy._core.multiarray", "numpy.core.multiarray")
-    for name in ("_reconstruct", "scalar")
-} | {("numpy", "ndarray"), ("numpy", "dtype")}
-
-
-class _HistoryUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
-        if (module, name) not in _HISTORY_PICKLE_GLOBALS:
-            raise pickle.UnpicklingError(f"it names {module}.{name}, which a loss history never needs; not loaded")
-        return super().find_class(module, name)
-
 
 def _load_pickled_npy(data: bytes):
-    """The object in a ``.npy`` file written by ``np.save`` of a Python object, unpickled with numpy's types only."""
+    """The object in a ``.npy`` file written by ``np.save`` of a Python object, unpickled with plain data and
+    NumPy arrays only (:func:`trustcal.files.load_plain_pickle`): ``np.load(allow_pickle=True)`` would run
+    whatever code a crafted file names."""
     f = io.BytesIO(data)
     version = np.lib.format.read_magic(f)
     if version not in ((1, 0), (2, 0)):
@@ -57,7 +44,7 @@ def _load_pickled_npy(data: bytes):
     _, _, dtype = read_header(f)
     if dtype.kind != "O":
         return np.lib.format.read_array(f)
-    obj = _HistoryUnpickler(f).load()
+    obj = load_plain_pickle(f, "a loss history")
     return obj.item() if isinstance(obj, np.ndarray) and obj.shape == () else obj
 
 

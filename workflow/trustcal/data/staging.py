@@ -7,7 +7,9 @@ content md5, extracted by us, and never deleted or overwritten; only an
 archive this process downloaded itself may be deleted (when corrupt). The
 prepared splits are uint8 arrays in NCHW layout (docs/method.md §1: the last 10 % of
 the training set is the validation set, as Keras' ``validation_split`` takes
-the tail unshuffled).
+the tail unshuffled). CIFAR-10's batches are pickles: they are read with plain
+data and NumPy arrays only (:func:`trustcal.files.load_plain_pickle`), so a
+batch that names anything else is refused, whatever ``verify_checksums`` says.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import logging
+import pickle
 import tarfile
 import urllib.error
 import zlib
@@ -24,7 +27,7 @@ import numpy as np
 import torchvision.datasets as tvd
 
 from trustcal.errors import TrustcalError
-from trustcal.files import atomic_directory, atomic_path
+from trustcal.files import RefusedPickle, atomic_directory, atomic_path, load_plain_pickle
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +166,15 @@ def write_manifest(verified: dict[str, str], path: str | Path) -> None:
             fh.write(f"{f}\t{Path(f).stat().st_size}\t{_md5(f)}\t{how}\n")
 
 
+AIR_GAPPED = "docs/usage.md#the-datasets"  # the route without network: files staged by hand, download: false
+
+
 def _require_download(dataset: str, data_dir: Path, missing: list[str], allow_download: bool) -> None:
     if not allow_download:
         raise DatasetUnavailable(
             f"{dataset}: not found in {data_dir} and downloading is switched off (config: download: false): "
-            f"{', '.join(missing)}.\n{manual_instructions(dataset, data_dir)}"
+            f"{', '.join(missing)}.\n{manual_instructions(dataset, data_dir)}\n"
+            f"Fix: stage the files listed above by hand (the air-gapped route: {AIR_GAPPED}), then rerun."
         )
 
 
@@ -191,12 +198,17 @@ def _fetch(dataset: str, data_dir: Path, urls: list[str], target: Path, md5: str
                 errors.append(f"{url}: corrupt download (md5 is not {md5})")
                 if attempt == 1:
                     log.warning("%s: corrupt download from %s deleted; fetching once more", target, url)
-            except (urllib.error.URLError, OSError, ValueError) as exc:
+            except urllib.error.URLError as exc:  # the host out of reach: its reason ("Name or service not known")
+                errors.append(f"{url}: {getattr(exc, 'reason', exc)}")
+                break
+            except (OSError, ValueError) as exc:
                 errors.append(f"{url}: {type(exc).__name__}: {exc}")
                 break
     raise DatasetUnavailable(
         f"{dataset}: {target} is missing and could not be fetched ({'; '.join(errors)}).\n"
-        f"{manual_instructions(dataset, data_dir)}"
+        f"{manual_instructions(dataset, data_dir)}\n"
+        "Fix: without network access to the dataset hosts, stage the files listed above by hand and run with "
+        f"download: false (--config download=false): the air-gapped route, {AIR_GAPPED}."
     )
 
 
@@ -355,40 +367,106 @@ def _extract_members(archive: Path, dest: Path) -> dict[str, str]:
 
 # --- reading and splitting -----------------------------------------------------------------------
 
+CIFAR10_TRAIN_BATCHES = tuple(name for name, _ in tvd.CIFAR10.train_list)  # data_batch_1 … 5, in this order
+CIFAR10_TEST_BATCHES = tuple(name for name, _ in tvd.CIFAR10.test_list)  # test_batch
+CIFAR10_META = tvd.CIFAR10.meta["filename"]  # batches.meta
 
-def _torchvision_class(dataset: str, verify_checksums: bool):
-    if dataset == "mnist":
-        return tvd.MNIST  # reads the extracted IDX files, which download() verified
-    # Unchecked: md5 None, which torchvision's check skips.
-    md5 = CIFAR10_CONTENT_MD5 if verify_checksums else dict.fromkeys(CIFAR10_CONTENT_MD5)
 
-    class CIFAR10(tvd.CIFAR10):
-        """torchvision's CIFAR10 checking the batches against CIFAR10_CONTENT_MD5 (or not at all)."""
+def _cifar10_unreadable(path: Path, problem: str, data_dir: Path) -> DatasetUnavailable:
+    md5 = CIFAR10_CONTENT_MD5.get(path.name)
+    return DatasetUnavailable(
+        f"cifar10: {path}: {problem}. Fix: replace it with the official file ({path.name}, md5 {md5}), or rebuild "
+        f"the batches.\n{manual_instructions('cifar10', data_dir)}"
+    )
 
-        train_list = [[name, md5[name]] for name, _ in tvd.CIFAR10.train_list]
-        test_list = [[name, md5[name]] for name, _ in tvd.CIFAR10.test_list]
-        meta = {**tvd.CIFAR10.meta, "md5": md5[tvd.CIFAR10.meta["filename"]]}
 
-    return CIFAR10
+def _read_cifar10_pickle(path: Path, data_dir: Path) -> dict:
+    """The dict pickled in one batch file (or ``batches.meta``), unpickled with plain data and NumPy arrays
+    only; strings written by Python 2 (the official files) are read as latin-1, as torchvision reads them."""
+    try:
+        with open(path, "rb") as fh:
+            entry = load_plain_pickle(fh, "a CIFAR-10 batch", encoding="latin1")
+    except RefusedPickle as exc:
+        raise _cifar10_unreadable(path, f"refused, not a CIFAR-10 batch: {exc}", data_dir) from None
+    except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError, pickle.UnpicklingError) as exc:
+        raise _cifar10_unreadable(path, f"unreadable ({type(exc).__name__}: {exc})", data_dir) from None
+    if not isinstance(entry, dict):
+        raise _cifar10_unreadable(
+            path, f"not a CIFAR-10 batch (a pickled {type(entry).__name__}, not a dict)", data_dir
+        )
+    return entry
+
+
+def _read_cifar10_split(batches: Path, names: tuple[str, ...], data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The images (uint8 NCHW) and labels (int64) of the batches ``names``, in order: torchvision's arrays."""
+    images, labels = [], []
+    for name in names:
+        entry = _read_cifar10_pickle(batches / name, data_dir)
+        key = "labels" if "labels" in entry else "fine_labels"
+        if "data" not in entry or key not in entry:
+            found = ", ".join(map(repr, entry)) or "nothing"
+            problem = f"not a CIFAR-10 batch (no 'data' and 'labels' entries; it holds {found})"
+            raise _cifar10_unreadable(batches / name, problem, data_dir)
+        try:
+            x = np.asarray(entry["data"], dtype=np.uint8)
+            y = np.asarray(entry[key], dtype=np.int64)
+            x = x.reshape(len(x), 3, 32, 32)
+        except (ValueError, TypeError, OverflowError) as exc:
+            problem = f"not a CIFAR-10 batch ('data' must be N rows of 3072 pixels, 'labels' N integers: {exc})"
+            raise _cifar10_unreadable(batches / name, problem, data_dir) from None
+        if y.shape != (len(x),):
+            problem = f"not a CIFAR-10 batch ({len(x)} images but labels of shape {y.shape})"
+            raise _cifar10_unreadable(batches / name, problem, data_dir)
+        images.append(x)
+        labels.append(y)
+    return np.ascontiguousarray(np.concatenate(images)), np.concatenate(labels)
+
+
+def _load_cifar10(data_dir: Path, verify_checksums: bool):
+    """CIFAR-10's batches in ``data_dir`` as torchvision's ``CIFAR10`` reads them, without its ``pickle.load``:
+    (x_train, y_train, x_test, y_test), every file checked against its content md5 first when asked."""
+    batches = data_dir / CIFAR10_DIR
+    for name, md5 in CIFAR10_CONTENT_MD5.items():
+        path = batches / name
+        if not path.is_file():
+            raise DatasetUnavailable(
+                f"cifar10: cannot read the dataset in {data_dir} ({path} is missing).\n"
+                f"{manual_instructions('cifar10', data_dir)}"
+            )
+        if verify_checksums and (found := _md5(path)) != md5:
+            raise DatasetUnavailable(
+                f"cifar10: cannot read the dataset in {data_dir} ({path}: md5 {found}, not the official {md5}).\n"
+                f"{manual_instructions('cifar10', data_dir)}"
+            )
+    meta = _read_cifar10_pickle(batches / CIFAR10_META, data_dir)
+    if "label_names" not in meta:
+        raise _cifar10_unreadable(batches / CIFAR10_META, "not CIFAR-10's batches.meta (no 'label_names')", data_dir)
+    return (
+        *_read_cifar10_split(batches, CIFAR10_TRAIN_BATCHES, data_dir),
+        *_read_cifar10_split(batches, CIFAR10_TEST_BATCHES, data_dir),
+    )
 
 
 def load_raw(dataset: str, data_dir: str | Path, *, verify_checksums: bool = True):
-    """Read the raw files through torchvision: (x_train, y_train, x_test, y_test).
+    """Read the raw files: (x_train, y_train, x_test, y_test), images as uint8 NCHW arrays, labels as int64.
 
-    Images come back as uint8 NCHW arrays, labels as int64.
+    MNIST's IDX files are read by torchvision (no pickle in them; :func:`download` verified them).
+    CIFAR-10's batches are read as torchvision reads them (the same arrays), checked against their
+    content md5s unless ``verify_checksums`` is false, and unpickled with plain data and NumPy
+    arrays only in either case: a batch that names anything else is refused before it can run code.
     """
     _check_name(dataset)
-    cls = _torchvision_class(dataset, verify_checksums)
+    data_dir = Path(data_dir)
+    if dataset == "cifar10":
+        return _load_cifar10(data_dir, verify_checksums)
     out = []
     for train in (True, False):
         try:
-            ds = cls(str(data_dir), train=train, download=False)
+            ds = tvd.MNIST(str(data_dir), train=train, download=False)
         except RuntimeError as exc:
             raise DatasetUnavailable(
                 f"{dataset}: cannot read the dataset in {data_dir} ({exc}).\n{manual_instructions(dataset, data_dir)}"
             ) from None
         x = np.asarray(ds.data, dtype=np.uint8)
-        x = x[:, None, :, :] if x.ndim == 3 else x.transpose(0, 3, 1, 2)
-        y = np.asarray(ds.targets, dtype=np.int64)
-        out += [np.ascontiguousarray(x), y]
+        out += [np.ascontiguousarray(x[:, None, :, :]), np.asarray(ds.targets, dtype=np.int64)]
     return tuple(out)

@@ -27,6 +27,9 @@ from trustcal.numerics import true_class_nll
 
 @dataclass(frozen=True)
 class BootstrapParams:
+    """The test-set bootstrap behind every ``*_lo`` / ``*_hi`` interval: the number of resamples, the seed of
+    their draw (the same resamples for every epoch and calibrator) and the interval's level."""
+
     resamples: int = 200
     seed: int = 0
     level: float = 0.95

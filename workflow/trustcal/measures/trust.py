@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from trustcal.measures.limits import CLUSTERS_COST, MAX_CLUSTERS, check_count
 from trustcal.measures.opinions import FUSION_METHODS, fuse_evidence
 
 REPRESENTATIVES = ("midpoint", "mean")
@@ -40,6 +41,10 @@ TRUST_COLUMNS = (
 
 @dataclass(frozen=True)
 class TrustParams:
+    """The trust opinion's settings (the config's ``clusters`` and ``trust:`` keys; docs/method.md §3): M probability
+    clusters per class, the prior weight W, the evidence weights alpha and beta, the base rate, the cluster
+    representative (``midpoint`` as in the paper, or ``mean``) and the two fusion operators."""
+
     clusters: int = 10
     weight: float = 2.0  # W, the non-informative prior weight
     alpha: float = 1.0
@@ -50,8 +55,7 @@ class TrustParams:
     class_fusion: str = "cumulative"
 
     def __post_init__(self):
-        if self.clusters < 1:
-            raise ValueError(f"clusters must be ≥ 1 (got {self.clusters})")
+        check_count("clusters", self.clusters, 1, MAX_CLUSTERS, CLUSTERS_COST)
         if self.weight <= 0:
             raise ValueError(f"weight W must be > 0 (got {self.weight})")
         if self.representative not in REPRESENTATIVES:

@@ -13,8 +13,10 @@ The rules (docs/method.md §11, "Predictions from outside"):
 - Unnamed columns (no header, or names that are neither) are the classes 0 … K−1 in order.
 - One column (or a 1-D array) is a binary classifier's P(y = positive) or score
   (``decision_function``). The two classes are {0, 1} for labels 0/1, else the two label values
-  in sorted order; the positive class is ``positive_class`` when given, else a class the column
-  is named after, else the larger (scikit-learn's ``classes_[1]``). The K = 2 problem is
+  in sorted order; the positive class is ``positive_class`` when given, else the class the column's
+  header names (``0``, ``p0``, ``prob_class_0``, ``p_benign``: the class as a whole word or number
+  in it; a header naming both classes is refused as ambiguous), else the larger (scikit-learn's
+  ``classes_[1]``). The K = 2 problem is
   p → [1 − p, p] for probabilities and s → logits [0, s] for a score (softmax([0, s]) = sigmoid(s)),
   with the columns swapped when the positive class is the smaller one.
 """
@@ -176,8 +178,8 @@ def _binary(labels, columns, path, label_path, label_where, positive_class) -> C
                     f"{positive_class!r}. Fix: give the positive class as one of the label values."
                 ) from None
             positive = int(positive) if positive.is_integer() else positive
-        if named is not None and positive is None and named in {str(v) for v in seen}:
-            positive = int(named)
+        if named is not None and positive is None:
+            positive = _named_class(named, [0, 1] if set(seen) <= {0, 1} else seen, path)
     if positive is not None and len(seen) == 2 and positive not in seen:
         raise LabelError(
             f"{path}: the positive class {positive_class!r} is not among the labels' classes ({_show(seen)}). "
@@ -200,8 +202,10 @@ def _binary(labels, columns, path, label_path, label_where, positive_class) -> C
             options=("positive_class",),
         )
     order = sorted(classes, key=lambda c: (isinstance(c, str), c))
+    if positive is None and named is not None:
+        positive = _named_class(named, order, path)
     if positive is None:
-        positive = named if named in order else order[1]
+        positive = order[1]
     if positive not in order:
         raise LabelError(
             f"{path}: the positive class {positive_class!r} is not among the labels' classes ({_show(order)}). "
@@ -210,6 +214,32 @@ def _binary(labels, columns, path, label_path, label_where, positive_class) -> C
     index = {c: i for i, c in enumerate(order)}
     names = None if order == [0, 1] else tuple(str(c) for c in order)
     return ClassMap(np.array([index[v] for v in labels.tolist()], float), names, positive=index[positive])
+
+
+def _named_class(header: str, classes, path: Path):
+    """The class a single column's ``header`` names: the header itself, else the one class that appears
+    in it as a whole word (a class name) or number (a class index: ``p0``, ``prob_class_0``); None when
+    it names none. A header naming both classes is a :class:`LabelError` asking for the positive class."""
+    if header in {str(c) for c in classes}:
+        return next(c for c in classes if str(c) == header)
+    numbers = {int(n) for n in re.findall(r"(?<!\d)\d+(?!\d)", header)}
+    named = [
+        c
+        for c in classes
+        if (
+            c in numbers
+            if isinstance(c, int)
+            else re.search(rf"(?<![0-9A-Za-z]){re.escape(str(c))}(?![0-9A-Za-z])", header)
+        )
+    ]
+    if len(named) > 1:
+        raise LabelError(
+            f"{path}: the one column of predictions, {header!r}, names both classes ({_show(named)}), so which "
+            "class it is the probability or score of is ambiguous. Fix: give the positive class "
+            "(positive_class=NAME), or rename the column after that class.",
+            options=("positive_class",),
+        )
+    return named[0] if named else None
 
 
 def transposed_hint(shape: tuple[int, ...], n_labels: int) -> str:

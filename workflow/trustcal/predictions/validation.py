@@ -226,12 +226,20 @@ def suspicious(probs: np.ndarray, labels: np.ndarray, path: Path, warn: Warn) ->
         )
     acc = float((probs.argmax(axis=1) == labels).mean())
     if acc < 1.0 / k:
+        # two classes: perhaps one column read as the other class's (a binary classifier's P(y = 0))
+        binary = (
+            "; a single column is the probability (or score) of the positive class: name the class it is about "
+            "with positive_class=NAME"
+            if k == 2
+            else ""
+        )
         warn(
             InputWarning(
                 "below_chance",
                 str(path),
                 f"accuracy {acc:.3f} is below chance (1/K = {1 / k:.3f}). Fix: check that the labels are in the "
-                "same order as the rows and that column k holds the probability of class k.",
+                f"same order as the rows and that column k holds the probability of class k{binary}.",
+                ("positive_class",) if k == 2 else (),
             )
         )
     absent = np.setdiff1d(np.arange(k), labels)

@@ -90,6 +90,10 @@ class Predictions:
 
 @dataclass(frozen=True)
 class MetricParams:
+    """The metrics' settings (the config's ``metrics:`` keys): ECE bin counts (the first is the ``ece`` column),
+    NetTrustScore exponents, the trust density's bandwidth and grid, the geometric family's floor and bins, the
+    reliability and L2 bins, the refinement folds and the smooth reliability diagram's points."""
+
     ece_bins: tuple[int, ...] = (10, 15)
     nts_alpha: float = 1.0
     nts_beta: float = 1.0
@@ -117,6 +121,9 @@ class MetricParams:
 
 @dataclass(frozen=True)
 class SweepParams:
+    """The ``trust_sweep`` table's grid: the numbers of clusters M and the representatives the opinion is
+    recomputed with, at these epochs (and always the last)."""
+
     clusters: tuple[int, ...] = (2, 5, 10, 20, 50, 100)
     representatives: tuple[str, ...] = ("midpoint", "mean")
     epochs: tuple[int, ...] = (1, 10, 20, 50, 100)  # plus always the last epoch
@@ -124,8 +131,8 @@ class SweepParams:
     def __post_init__(self):
         for m in self.clusters:
             check_count("clusters_sweep", m, 1, MAX_CLUSTERS, CLUSTERS_COST)
-        for e in self.epochs:
-            check_count("sweep_epochs", e, 1, MAX_EPOCHS, EPOCHS_COST)
+        for e in self.epochs:  # epoch 0: a single file assessed alone (trustcal assess)
+            check_count("sweep_epochs", e, 0, MAX_EPOCHS, EPOCHS_COST)
 
 
 def _keys(p: Predictions, **extra) -> dict:

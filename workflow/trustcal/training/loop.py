@@ -8,7 +8,10 @@ thread count) where an uninterrupted one would be. Its file is bit for bit too
 (saved through a file object, so no temporary name is recorded in it) and
 carries its content digest (:func:`trustcal.files.seal_zip`): a checkpoint
 that does not verify is never used, and training resumes from the last one
-before it that does, rewriting the rest.
+before it that does, rewriting the rest. It holds tensors and plain data only
+and is read with ``torch.load(weights_only=True)``, PyTorch's restricted
+unpickler: a file whose pickle names anything else (a crafted payload, which
+an unkeyed digest does not stop) is refused the same way, never run.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from torch.torch_version import TorchVersion
 from tqdm import tqdm
 
 from trustcal.errors import TrustcalError
@@ -118,22 +122,69 @@ def save_checkpoint(path: str | Path, state: dict) -> None:
         seal_zip(tmp)
 
 
+# Checkpoints written by earlier versions hold torch.__version__ itself: a TorchVersion, a str subclass whose
+# constructor only makes a string. torch.load(weights_only=True) refuses it by default; it is admitted by
+# name, so those checkpoints are read (and resumed from) without running anything else.
+_EARLIER_CHECKPOINT_GLOBALS = [TorchVersion]
+
+
+class _Unreadable(Exception):
+    """A checkpoint :func:`_read_checkpoint` cannot or will not read; the message follows "checkpoint"."""
+
+
+def _first_line(exc: BaseException) -> str:
+    """The cause in ``exc``'s message: torch.load's advice on loading unsafely left out."""
+    text = str(exc)
+    cause = re.search(r"WeightsUnpickler error: ([^\n]*)", text)
+    line = cause.group(1) if cause else (text.splitlines() or [""])[0]
+    return line.split(" Please use `torch.serialization", 1)[0].strip()
+
+
+def _refusal(path: str | Path) -> str | None:
+    """What ``torch.load(weights_only=True)`` would refuse in the checkpoint's pickle, from a scan of its
+    opcodes (nothing is imported or called): "refused: it names …" or "unreadable (…)" when the pickle
+    cannot be scanned, None when it names only what a checkpoint holds."""
+    try:
+        with torch.serialization.safe_globals(_EARLIER_CHECKPOINT_GLOBALS):
+            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
+    except Exception as exc:  # not a torch.save archive, truncated, opcodes a checkpoint never holds
+        return f"unreadable ({type(exc).__name__}: {_first_line(exc)})"
+    if unsafe:
+        return (
+            f"refused: it names {', '.join(sorted(unsafe))}, which a checkpoint never holds "
+            "(only tensors and plain data are read, never code)"
+        )
+    return None
+
+
+def _read_checkpoint(path: str | Path, map_location="cpu") -> dict:
+    """``torch.load(weights_only=True)`` of ``path``: tensors and plain data only, never code (and
+    :data:`_EARLIER_CHECKPOINT_GLOBALS`). Raises :class:`_Unreadable` saying why it was not read."""
+    try:
+        with torch.serialization.safe_globals(_EARLIER_CHECKPOINT_GLOBALS):
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # truncated zip, pickle errors, a global it refuses, …
+        raise _Unreadable(_refusal(path) or f"unreadable ({type(exc).__name__}: {_first_line(exc)})") from None
+
+
 def checkpoint_problem(path: str | Path) -> str | None:
     """Why the checkpoint at ``path`` cannot be trusted ("missing", "unreadable or truncated (…)",
-    "altered since it was written (…)", "unreadable (…)"), or None when its bytes match its content
-    digest. A checkpoint written before digests (:func:`trustcal.files.verify_zip` warns once) cannot
-    be verified: it passes if ``torch.load`` reads it."""
+    "altered since it was written (…)", "unreadable (…)", "refused: it names …"), or None when its
+    bytes match its content digest and its pickle names only what a checkpoint holds (tensors and
+    plain data; checked by a scan, nothing run). A checkpoint written before digests
+    (:func:`trustcal.files.verify_zip` warns once) cannot be verified: it passes if it is read."""
     try:
         sealed = verify_zip(path)
     except FileNotFoundError:
         return "missing"
     except DigestMismatch as exc:
         return str(exc)
-    if not sealed:
-        try:
-            torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as exc:  # truncated zip, pickle errors, …
-            return f"unreadable ({type(exc).__name__}: {exc})"
+    if sealed:
+        return _refusal(path)  # the digest is unkeyed: a substituted file can carry a matching one
+    try:
+        _read_checkpoint(path)
+    except _Unreadable as exc:
+        return str(exc)
     return None
 
 
@@ -145,7 +196,7 @@ RETRAIN = (
 
 def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     """Load a checkpoint written by :func:`train_seeds` once its content digest verifies, with a
-    clear error when it is missing or damaged."""
+    clear error when it is missing, damaged or names anything but tensors and plain data (never run)."""
     path = Path(path)
     try:
         verify_zip(path)
@@ -154,9 +205,9 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     except DigestMismatch as exc:
         raise TrustcalError(f"{path}: checkpoint {exc}; {RETRAIN}.") from None
     try:
-        return torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as exc:  # a file without a digest: truncated zip, pickle errors, …
-        raise TrustcalError(f"{path}: checkpoint unreadable ({type(exc).__name__}: {exc}); {RETRAIN}.") from None
+        return _read_checkpoint(path, map_location)
+    except _Unreadable as exc:  # a file without a digest (truncated zip, pickle errors), or one naming code
+        raise TrustcalError(f"{path}: checkpoint {exc}; {RETRAIN}.") from None
 
 
 def _recorded_seconds(ckpt_dir: Path) -> dict[int, float]:
@@ -346,7 +397,7 @@ def train_seeds(
                     # keys from one tuple: the pickle's memo then writes a resumed history as a fresh one
                     history=[{k: row[k] for k in HISTORY_COLUMNS if k != "seconds"} for row in hist],
                     fingerprint=c.fingerprint(),
-                    torch_version=torch.__version__,
+                    torch_version=str(torch.__version__),  # a str: torch's TorchVersion is not plain data
                     val_logits=val_logits[s].detach().cpu().clone(),  # clone: not the whole (S, N, 10) storage
                 ),
             )

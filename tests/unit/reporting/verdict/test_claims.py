@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.payload import yaml_payload
 from helpers.workflow import REPO
 
 from trustcal.cli import main
@@ -345,7 +346,7 @@ def test_a_bad_claim_is_one_line_naming_file_claim_field_and_fix(tmp_path, entry
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("- id: a\n  text: [unclosed\n", r"not valid YAML at line \d+"),
+        ("- id: a\n  text: [unclosed\n", r"not valid YAML at line 3, column 1: .*; fix the syntax there"),
         ("{}\n", r"no claims; write a YAML list of claims"),
         (f"- {GOOD}\n- {GOOD}\n", r"claim c1: field id: used twice"),
     ],
@@ -366,3 +367,23 @@ def test_assess_names_a_bad_claims_file_before_reading_predictions(tmp_path, cap
     err = capsys.readouterr().err
     assert f"{missing}: claims file not found; check the path" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_claims_file_with_a_python_tag_is_refused_and_never_run(tmp_path):
+    """Issue 27: a claims file is read with YAML's safe loader; a tag that would build a Python object
+    (here a call to os.system) is refused in one line naming the file and the fix, and never run."""
+    import yaml
+
+    marker = tmp_path / "ran"
+    text = yaml_payload(marker)
+    yaml.unsafe_load(text)  # the payload is live: an unsafe loader runs it
+    assert marker.exists()
+    marker.unlink()
+    path = tmp_path / "claims.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ClaimsFileError) as err:
+        load_claims(path)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{path}: ") and "remove the tag" in message
+    assert "python/object/apply:os.system" in message
+    assert not marker.exists(), "the claims file's tag must not run"

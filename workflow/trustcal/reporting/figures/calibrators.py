@@ -64,12 +64,15 @@ def calibrators_of(df: pd.DataFrame) -> list[str]:
 
 
 def fitted_note(calibration: pd.DataFrame | None) -> str:
-    """Where the calibrators were fitted, from calibration.csv's ``fit_split``."""
+    """Where the calibrators were fitted, from calibration.csv's ``fit_split``; "per epoch" only for a series
+    (one set of predictions, e.g. a single file or ``trustcal.assess``, has one fit per calibrator)."""
     splits = fit_splits(calibration)
+    epochs = calibration["epoch"].nunique() if calibration is not None and "epoch" in calibration else 0
+    fitted = "calibrators fitted per epoch" if epochs > 1 else "calibrators fitted"
     if not splits:
-        return "calibrators fitted per epoch"
+        return fitted
     leak = " (leaks test labels)" if "test" in splits else ""
-    return f"calibrators fitted per epoch on the {' and '.join(splits)} split{leak}"
+    return f"{fitted} on the {' and '.join(splits)} split{leak}"
 
 
 def _line(ax: plt.Axes, df: pd.DataFrame, column: str, calibrator: str) -> None:

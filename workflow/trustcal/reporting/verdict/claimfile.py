@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trustcal.errors import TrustcalError
+from trustcal.errors import TrustcalError, yaml_problem
 from trustcal.reporting.verdict import runs as _runs
 from trustcal.reporting.verdict.runs import AFTER, BEFORE, COMPONENTS, Run
 
@@ -280,12 +280,18 @@ def load_claims(path) -> tuple[Claim, ...]:
     except (OSError, UnicodeDecodeError) as e:
         raise ClaimsFileError(f"{path}: cannot read the claims file ({e}); give a UTF-8 YAML file") from None
     try:
+        # The safe loader: plain YAML only, a tag that would build a Python object (!!python/…) is refused.
         doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~10× faster
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or "invalid YAML"
-        raise ClaimsFileError(f"{path}: not valid YAML{at} ({problem}); fix the syntax") from None
+        if isinstance(e, yaml.constructor.ConstructorError):
+            raise ClaimsFileError(
+                f"{path}: a YAML tag that plain YAML does not have{at} ({problem}); claims files are plain YAML, "
+                "read without building Python objects: remove the tag"
+            ) from None
+        raise ClaimsFileError(f"{path}: not valid YAML {yaml_problem(e)}; fix the syntax there") from None
     if isinstance(doc, dict) and set(doc) == {"claims"}:
         doc = doc["claims"]
     if not isinstance(doc, list) or not doc:

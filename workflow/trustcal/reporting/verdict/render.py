@@ -198,9 +198,28 @@ def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=Non
     return "\n".join(lines)
 
 
+# The inline Markdown of the verdict's texts, as Markdown renders it: `code`, **strong**, *emphasis*. An
+# asterisk opens only before a non-space and closes only after one; unlike Markdown, not inside a word
+# (2*3*4 stays a product).
+_CODE_SPAN = re.compile(r"(`[^`]+`)")
+_STRONG = re.compile(r"(?<![\\*\w])\*\*(?=[^\s*])(.+?)(?<=[^\s*\\])\*\*(?![*\w])")
+_EMPHASIS = re.compile(r"(?<![\\*\w])\*(?=[^\s*])(.+?)(?<=[^\s*\\])\*(?![*\w])")
+
+
 def _html_text(text: str) -> str:
-    """Escape, and turn `code` spans into <code>."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+    """``text`` (the verdict's Markdown, inline only) as HTML: escaped, its `code` spans as <code>, ``**x**`` as
+    <strong> and ``*x*`` as <em> outside code, as Markdown renders them (the ``markdown`` package is the
+    oracle of its tests; it is not a dependency of the light install, which writes verdicts too)."""
+    parts = _CODE_SPAN.split(text)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:  # a code span: its text as it is
+            out.append(f"<code>{html.escape(part[1:-1], quote=False)}</code>")
+            continue
+        part = html.escape(part, quote=False)
+        part = _STRONG.sub(r"<strong>\1</strong>", part)
+        out.append(_EMPHASIS.sub(r"<em>\1</em>", part))
+    return "".join(out)
 
 
 VERDICT_COLOURS = {REPRODUCED: "#d9f0d3", NOT_REPRODUCED: "#f6d0c4", INCONCLUSIVE: "#fbeec1", NOT_COMPARABLE: "#eeeeee"}
