@@ -52,9 +52,9 @@ from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
 from trustcal.reporting.tables import (  # noqa: E402
     MetricParams,
     Predictions,
-    _refinement_losses,
     _resample_counts,
     dynamic_trust_table,
+    refinement_losses,
     score_tables,
     selective_table,
     trust_tables,
@@ -116,7 +116,7 @@ def main(argv=None) -> None:
         return {
             "bootstrap_smece": lambda: bootstrap_smece(conf, hit, counts),
             "smooth_reliability": lambda: smooth_reliability(conf, hit, counts, mp.smooth_points),
-            "calibration_refinement": lambda: _refinement_losses(test, mp, bootstrap.seed),
+            "calibration_refinement": lambda: refinement_losses(test, mp, bootstrap.seed),
             "selective_table": lambda: selective_table(p, tp, bootstrap),
             "kuiper_test": lambda: M.kuiper_test(test.probs, test.labels),
             "bootstrap_scores": lambda: bootstrap_scores(test.probs, test.labels, counts, mp),

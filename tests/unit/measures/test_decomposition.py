@@ -20,10 +20,9 @@ from trustcal.measures.bootstrap import BootstrapParams, resample_counts
 from trustcal.reporting.tables import (
     MetricParams,
     Predictions,
-    _refinement_losses,
     _refinement_replicates,
+    refinement_losses,
     score_tables,
-    temperature_recalibration,
 )
 
 EPS = float(np.finfo(float).eps)
@@ -43,6 +42,15 @@ def sample_labels(probs, rng):
 def calibrated(n, k, rng, scale=1.5):
     probs = softmax(rng.normal(size=(n, k)) * scale)
     return probs, sample_labels(probs, rng)
+
+
+def split(probs, labels, folds: int = 5, seed: int = 0) -> dict[str, float]:
+    """The calibration/refinement terms of probability predictions as scores.csv computes them: the production
+    path, :func:`trustcal.reporting.tables.refinement_losses` (NaN when there are fewer samples than folds)."""
+    losses = refinement_losses(
+        Predictions(0, "none", "test", probs, labels), MetricParams(refinement_folds=folds), seed
+    )
+    return D.terms_from_losses(losses) if losses else dict.fromkeys(D.TERMS, math.nan)
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +112,7 @@ def test_against_probmetrics_on_real_scikit_learn_predictions(corpus_members, pr
         y = member.y_test
         if len(y) < 5:
             continue
-        ours = D.calibration_refinement(p, y, temperature_recalibration, folds=5, seed=11)
+        ours = split(p, y, folds=5, seed=11)
         fold = D.stratified_folds(y, 5, 11)
         decomposed = pm.metrics.MetricsWithCalibration(
             pm.metrics.CombinedMetrics([pm.metrics.LogLoss(), pm.metrics.BrierLoss()]),
@@ -148,7 +156,7 @@ def test_calibrated_predictions_have_no_calibration_term_beyond_the_cross_fittin
     probs, labels = calibrated(n, k, rng)
     n_f, n_h = n * (folds - 1) / folds, n / folds
     sd = 1 / math.sqrt(n_h * n_f) + 1 / (math.sqrt(2) * n_f)
-    out = D.calibration_refinement(probs, labels, temperature_recalibration, folds, seed=0)
+    out = split(probs, labels, folds, seed=0)
     assert abs(out["nll_calibration"] + 1 / (2 * n_f)) <= 4 * sd
     # the Brier score under the NLL's T: its gradient in β also has mean 0 at the calibrated T = 1, so its
     # term is O(1/n) as well; plug-in bound: |g_h^B|·|β̂ − 1| with |β̂ − 1| ≤ 4/√(h n_f)
@@ -160,7 +168,7 @@ def test_calibrated_predictions_have_no_calibration_term_beyond_the_cross_fittin
     bound = 4 * float(np.std(grad_brier)) / math.sqrt(n_h) * 4 / math.sqrt(h * n_f) + 8 / (h * n_f)
     assert abs(out["brier_calibration"]) <= bound
     sharp = softmax(np.log(probs) / 0.6)
-    assert D.calibration_refinement(sharp, labels, temperature_recalibration, folds, 0)["nll_calibration"] > 200 * sd
+    assert split(sharp, labels, folds, 0)["nll_calibration"] > 200 * sd
 
 
 def test_the_calibration_term_averages_to_its_expected_value_over_repeated_draws():
@@ -171,7 +179,7 @@ def test_the_calibration_term_averages_to_its_expected_value_over_repeated_draws
     terms = []
     for _ in range(reps):
         probs, labels = calibrated(n, k, rng)
-        terms.append(D.calibration_refinement(probs, labels, temperature_recalibration, folds, 0)["nll_calibration"])
+        terms.append(split(probs, labels, folds, 0)["nll_calibration"])
     n_f, n_h = n * (folds - 1) / folds, n / folds
     sd = 1 / math.sqrt(n_h * n_f) + 1 / (math.sqrt(2) * n_f)
     assert abs(np.mean(terms) + 1 / (2 * n_f)) <= 4 * sd / math.sqrt(reps)
@@ -189,8 +197,8 @@ def test_a_temperature_distorted_copy_keeps_the_refinement(temperature):
     labels = rng.integers(0, 6, 3000)  # not calibrated: a refinement above the entropy floor
     labels[:1500] = probs[:1500].argmax(axis=1)
     copy = softmax(np.log(probs) / temperature)
-    original = D.calibration_refinement(probs, labels, temperature_recalibration, 5, seed=1)
-    distorted = D.calibration_refinement(copy, labels, temperature_recalibration, 5, seed=1)
+    original = split(probs, labels, 5, seed=1)
+    distorted = split(copy, labels, 5, seed=1)
     z = np.log(copy)
     spread = float(np.max(z.max(axis=1) - z.min(axis=1)))
     fit = fit_temperature(z, labels)
@@ -218,7 +226,7 @@ def test_scores_csv_columns_add_up_and_their_resamples_are_the_drawn_rows():
             assert row[f"{name}_lo"] <= row[f"{name}_hi"]
     assert scores.loc["val", list(D.TERMS)].isna().all()  # the side-table splits only (here: test)
     # a resample's terms: the drawn rows' mean losses, the recalibration maps held fixed (folds: the bootstrap seed)
-    losses = _refinement_losses(preds[0], MetricParams(), boot.seed)
+    losses = refinement_losses(preds[0], MetricParams(), boot.seed)
     counts = resample_counts(600, boot)
     replicates = _refinement_replicates(losses, counts)
     for b in range(3):
@@ -230,13 +238,13 @@ def test_scores_csv_columns_add_up_and_their_resamples_are_the_drawn_rows():
 
 
 def test_too_few_samples_give_nan():
-    out = D.calibration_refinement(np.full((3, 2), 0.5), np.array([0, 1, 0]), temperature_recalibration, folds=5)
+    out = split(np.full((3, 2), 0.5), np.array([0, 1, 0]), folds=5)
     assert all(math.isnan(v) for v in out.values())
 
 
 def test_against_probmetrics_on_confidently_wrong_logits(probmetrics):
     """Late-epoch logits (3 % of the predictions confidently wrong, their true class 40 to 80 nats below the
-    top, beyond float64 eps's −36): the production path (``_refinement_losses`` on the predictions of the
+    top, beyond float64 eps's −36): the production path (``refinement_losses`` on the predictions of the
     logits) and probmetrics' ts-mix decomposition on the same logits and folds agree as on calibrated
     predictions (the tolerance of the test above: probmetrics' bisection of u = log(1/T) to 32·2⁻³¹, a loss
     moving by β·(range of log p) per unit of u). Both take the NLL from the log-softmax (probmetrics clips it
@@ -247,7 +255,7 @@ def test_against_probmetrics_on_confidently_wrong_logits(probmetrics):
     pm = probmetrics
     z, y = overconfident_logits(4000, 10, seed=3, depth=80.0)
     p = Predictions.of_logits(100, "none", "test", z, y)
-    ours = D.terms_from_losses(_refinement_losses(p, MetricParams(), seed=11))
+    ours = D.terms_from_losses(refinement_losses(p, MetricParams(), seed=11))
     fold = D.stratified_folds(y, 5, 11)
 
     class Given(pm.splitters.Splitter):

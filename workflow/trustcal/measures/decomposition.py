@@ -15,7 +15,7 @@ predictions over all N. The calibration term can then be slightly negative for a
 (the fitted g is not quite the identity).
 
 The family of g is passed in (``fit``): :mod:`trustcal.measures` does not depend on the calibrators;
-:func:`trustcal.reporting.tables.score_tables` passes temperature scaling
+:func:`trustcal.reporting.tables.refinement_losses` passes temperature scaling
 (:func:`trustcal.calibration.fit_temperature`) on the log-probabilities, probmetrics' default for the
 log loss (``ts-mix``). As there, the recalibrated predictions are mixed with the uniform distribution
 at weight 1/(n_fit + 1), n_fit the samples g was fitted on, so no held-out probability is 0; the Brier
@@ -24,7 +24,6 @@ terms use the same g (probmetrics fits one recalibration for every loss).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -38,7 +37,6 @@ __all__ = [
     "cross_fitted",
     "loss_terms",
     "terms_from_losses",
-    "calibration_refinement",
 ]
 
 # fit(log_probs, labels) → map: log-probabilities (n × K) → recalibrated probabilities (n × K)
@@ -107,16 +105,3 @@ def terms_from_losses(losses: dict[str, np.ndarray]) -> dict[str, float]:
         out[f"{loss}_calibration"] = float(np.mean(losses[loss])) - refinement
         out[f"{loss}_refinement"] = refinement
     return {name: out[name] for name in TERMS}
-
-
-def calibration_refinement(
-    probs, labels, fit: Recalibrator, folds: int = 5, seed: int = 0, log_probs=None
-) -> dict[str, float]:
-    """``nll_calibration``, ``nll_refinement``, ``brier_calibration``, ``brier_refinement`` of the predictions
-    (module docstring): the refinement is the loss of :func:`cross_fitted` predictions, the calibration the
-    loss of ``probs`` minus it. NaN when there are fewer samples than folds."""
-    labels = np.asarray(labels)
-    if labels.size < folds:
-        return dict.fromkeys(TERMS, math.nan)
-    refined = cross_fitted(probs, labels, fit, folds, seed, log_probs)
-    return terms_from_losses(loss_terms(probs, labels, refined, log_probs))

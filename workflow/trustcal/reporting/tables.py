@@ -60,7 +60,7 @@ __all__ = [
     "score_tables",
     "trust_tables",
     "selective_table",
-    "temperature_recalibration",
+    "refinement_losses",
 ]
 
 
@@ -373,17 +373,13 @@ def trust_tables(
 # --------------------------------------------------------------------------- scores
 
 
-def temperature_recalibration(log_probs: np.ndarray, labels: np.ndarray):
-    """The recalibration of the calibration/refinement split (docs/method.md §13.2): temperature scaling of the
-    log-probabilities, T fitted by :func:`trustcal.calibration.temperature.newton_temperature` (the minimiser of
-    :func:`trustcal.calibration.fit_temperature`, T in [0.01, 100], to its tolerance); returns the map
-    log p → softmax(log p / T)."""
-    temperature = newton_temperature(log_probs, labels)
-    return lambda z: softmax(z, temperature)
-
-
-def _refinement_losses(p: Predictions, mp: MetricParams, seed: int) -> dict[str, np.ndarray] | None:
-    """Per-sample losses of ``p`` and of its cross-fitted recalibration (None: fewer samples than folds)."""
+def refinement_losses(p: Predictions, mp: MetricParams, seed: int) -> dict[str, np.ndarray] | None:
+    """Per-sample losses of ``p`` and of its cross-fitted recalibration (docs/method.md §13.2), the split of
+    scores.csv (None: fewer samples than folds): :func:`trustcal.measures.decomposition.loss_terms` of
+    :func:`~trustcal.measures.decomposition.cross_fitted` with ``mp.refinement_folds`` folds drawn with ``seed``
+    and temperature scaling of the log-probabilities as the recalibration, T fitted by
+    :func:`trustcal.calibration.temperature.newton_temperature` (the minimiser of
+    :func:`trustcal.calibration.fit_temperature`, T in [0.01, 100], to its tolerance)."""
     if len(p.labels) < mp.refinement_folds:
         return None
     previous = [1.0]  # each fold's fit starts at the T of the fold before (four of five rows are shared)
@@ -463,7 +459,7 @@ def score_tables(
             ),
         )
         row["nll_exact"] = p.log_probs is not None  # the NLL's convention: log-softmax, or p floored (§2.12)
-        losses = _refinement_losses(p, mp, fold_seed) if p.split in side_splits else None
+        losses = refinement_losses(p, mp, fold_seed) if p.split in side_splits else None
         row.update(decomposition.terms_from_losses(losses) if losses else dict.fromkeys(decomposition.TERMS, np.nan))
         tested = counts is not None and p.split == "test"
         conf = p.probs.max(axis=1)
