@@ -145,10 +145,22 @@ def test_figures_are_matplotlib_figures(tmp_path):
 
 def test_save_writes_what_the_cli_writes(tmp_path):
     logits, labels = model_outputs(8)
-    _, cli_out = cli_tables(tmp_path, "p", logits=logits, labels=labels)
-    out = trustcal.assess(logits, labels, kind="logits").save(tmp_path / "api")
-    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in cli_out.iterdir())
-    assert (out / "figures" / "reliability.png").is_file()
+    src = tmp_path / "p.npz"
+    np.savez(src, logits=logits, labels=labels, val_logits=logits, val_labels=labels)
+    assert cli.main(["assess", str(src), "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    result = trustcal.assess(logits, labels, kind="logits", validation=(logits, labels))
+    out = result.save(tmp_path / "api")
+
+    def files(folder):  # the figures too: --out writes PNG only, and so does save() (issue 29)
+        return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+    assert files(out) == files(tmp_path / "cli")
+    assert "figures/reliability.png" in files(out) and not any(f.endswith(".pdf") for f in files(out))
+    # the API's own words: summary.txt is the API's summary, and the opinion prints its calibrator's name
+    summary = (out / "summary.txt").read_text()
+    assert summary == result.summary() + "\n" and "prediction file" not in summary and "probs_or_logits" not in summary
+    opinion = repr(result.network_opinion("temperature"))
+    assert opinion.splitlines()[-1] == "Name: temperature, dtype: float64", opinion  # not the row's index
 
 
 BAD_INPUTS = [

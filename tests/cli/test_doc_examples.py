@@ -71,6 +71,21 @@ def test_every_python_example_says_what_it_needs():
     assert {"scikit-learn", "trustcal[calibration]"} <= said
 
 
+def test_the_output_section_names_every_table():
+    import numpy as np
+
+    import trustcal
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 200)
+    logits = rng.normal(size=(200, 3)) + 2 * np.eye(3)[labels]
+    tables = trustcal.assess(logits, labels, kind="logits", validation=(logits, labels), bootstrap=0).tables
+    section = page().split("\n## Output\n", 1)[1].split("\n## ", 1)[0]
+    assert len(tables) >= 10
+    for name in tables:
+        assert f"`{name}.csv`" in section, name
+
+
 # ----- the command's example output
 
 
@@ -86,8 +101,8 @@ def example() -> tuple[list[str], list[str]]:
 
 def matches(shown: list[str], actual: list[str]) -> bool:
     """``actual`` as ``shown`` abridges it: a line "  …" stands for one or more lines of the epoch table."""
-    pattern = "\n".join(r"(?:\s+\d+ .*\n?)+" if line.strip() == "…" else re.escape(line) + r"\n?" for line in shown)
-    return re.fullmatch(pattern.replace("\n", ""), "\n".join(actual) + "\n") is not None
+    pattern = "".join(r"(?:[ \t]+\d+ [^\n]*\n)+" if line.strip() == "…" else re.escape(line) + "\n" for line in shown)
+    return re.fullmatch(pattern, "".join(line + "\n" for line in actual)) is not None
 
 
 def abridge(actual: list[str]) -> list[str]:

@@ -100,7 +100,9 @@ RAW_MARKUP = {
     "Markdown link": re.compile(r"\[[^\[\]\n]+\]\([^()\s]+\)"),
     "Markdown reference": re.compile(r"\[[^\[\]\n]+\]\[[^\[\]\n]*\]"),
     "Markdown code span": re.compile(r"`[^`\n]+`"),
-    "TeX math": re.compile(r"\$[^$\n]*[\\^_{}][^$\n]*\$|\\(?:frac|sum|mathbb|mathrm|sqrt|cdot|left|right|alpha|sigma)\b"),
+    "TeX math": re.compile(
+        r"\$[^$\n]*[\\^_{}][^$\n]*\$|\\(?:frac|sum|mathbb|mathrm|sqrt|cdot|left|right|alpha|sigma)\b"
+    ),
 }
 
 

@@ -107,3 +107,36 @@ def test_scores_nll_of_probabilities_is_scikit_learn_log_loss_and_the_fit_starts
     assert objective_at_identity == pytest.approx(scores.loc[("none", "val"), "nll"], rel=0, abs=k * EPS + 1e-15)
     cal = fit_calibrator("temperature", z_val, val[1])
     assert cal.nll(z_val, val[1]) <= objective_at_identity + nll_rounding(z_val)
+
+
+def test_the_scores_job_logs_a_line_per_calibrator_that_made_the_test_split_worse(tmp_path, caplog):
+    """The workflow's form of trustcal assess's calibrator_worse_on_test: the scores job logs one warning line per
+    calibrator whose test accuracy is lower or test NLL higher than the raw model's, naming it and the numbers
+    of scores.csv (a 10-tree forest on digits, as log-probabilities: isotonic regression and histogram binning
+    make it worse; temperature scaling, which lowers the NLL, is not named)."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    x, y = datasets.load_digits(return_X_y=True)
+    split = model_selection.train_test_split
+    x_rest, x_test, y_rest, y_test = split(x, y, test_size=0.2, random_state=1, stratify=y)
+    x_train, x_val, y_train, y_val = split(x_rest, y_rest, test_size=0.25, random_state=1, stratify=y_rest)
+    forest = ensemble.RandomForestClassifier(n_estimators=10, random_state=1).fit(x_train, y_train)
+    logits = dict(
+        val_logits=floored_log(forest.predict_proba(x_val)),
+        val_labels=y_val,
+        test_logits=floored_log(forest.predict_proba(x_test)),
+        test_labels=y_test,
+    )
+    with caplog.at_level("WARNING", logger="trustcal.stages"):
+        scores, _ = run_scores(tmp_path, logits, methods=("temperature", "isotonic", "histogram"))
+    lines = [r.getMessage() for r in caplog.records if "[calibrator_worse_on_test]" in r.getMessage()]
+    test = scores[scores["split"] == "test"].set_index("calibrator")
+    assert test.loc["temperature", "nll"] < test.loc["none", "nll"]
+    assert len(lines) == 2, lines
+    for line, name in zip(lines, ("isotonic", "histogram")):
+        raw, cal = test.loc["none"], test.loc[name]
+        assert line.startswith(str(tmp_path / "scores.csv")), line
+        assert f"calibrator '{name}'" in line
+        assert f"accuracy {raw['accuracy']:.4f} → {cal['accuracy']:.4f}" in line
+        assert f"NLL {raw['nll']:.4f} → {cal['nll']:.4f}" in line

@@ -6,6 +6,7 @@ exist, a link to a file outside docs/, a docstring the API reference cannot read
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -82,3 +83,26 @@ def test_a_broken_link_fails_the_build(tmp_path, link):
     assert done.returncode != 0, out
     target = link.split("(")[1].rstrip(")")
     assert "index.md" in out and target.split("#")[-1] in out, out
+
+
+def test_the_make_commands_the_docs_name_exist():
+    """README.md and docs/ name only targets the Makefile has (`make report` included)."""
+    makefile = (REPO / "Makefile").read_text()
+    targets = set(re.findall(r"^([\w-]+):", makefile, flags=re.M))
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    named = {(page.name, m) for page in pages for m in re.findall(r"(?:^|`)make ([a-z][\w-]*)", page.read_text(), re.M)}
+    assert {"reproduce", "report", "test", "docs"} <= {m for _, m in named}
+    assert {(page, m) for page, m in named if m not in targets} == set()
+
+
+def test_the_readme_says_what_each_command_needs():
+    """Outside the generated study block: `make reproduce` needs the datasets (or their air-gapped staging)."""
+    readme = (REPO / "README.md").read_text()
+    start, end = readme.index("<!-- study:begin -->"), readme.index("<!-- study:end -->")
+    own = readme[:start] + readme[end:]
+    commands = re.search(r"```bash\n(.*?)```", own, flags=re.S).group(1)
+    after = own.split(commands, 1)[1].split("\n## ", 1)[0]
+    for command in re.findall(r"^make (\w+)", commands, flags=re.M):
+        assert f"make {command}" in after, command  # each command of the block is explained below it
+    assert "download: false" in after and "docs/usage.md#the-datasets" in after
+    assert "need only Python 3.11+ and network access to PyPI" not in own

@@ -28,7 +28,9 @@ def test_the_log_keeps_the_cause_and_the_fix(monkeypatch):
     monkeypatch.syspath_prepend(str(REPO / "workflow" / "scripts"))
     common = load(REPO / "workflow" / "scripts" / "_common.py", "_common_under_test")
     long = "mnist: x.gz is missing and could not be fetched (a; b).\nDownload …:\n  x.gz (md5 1)\nthen rerun.\nFix: run with download: false."
-    assert common.brief(long) == "mnist: x.gz is missing and could not be fetched (a; b).\nFix: run with download: false."
+    assert (
+        common.brief(long) == "mnist: x.gz is missing and could not be fetched (a; b).\nFix: run with download: false."
+    )
     assert common.brief("one line. Fix: this.") == "one line. Fix: this."
     assert common.brief("a\nb\nc") == "a\nb\nc"  # no fix to keep: all of it
 
@@ -45,7 +47,9 @@ def test_the_summary_names_each_failed_job_once(tmp_path):
         "2026-01-01 10:00:01,002 ERROR root: unexpected failure:\nTraceback (most recent call last):\n"
         '  File "x.py", line 1\nValueError: bad value\n'
     )
-    block = "Error in rule {rule}:\n    message: None\n    jobid: 1\n    log: {log} (check log file(s) for error details)\n"
+    block = (
+        "Error in rule {rule}:\n    message: None\n    jobid: 1\n    log: {log} (check log file(s) for error details)\n"
+    )
     run_log = "Building DAG of jobs...\n" + "".join(
         block.format(rule=r, log=log) for r, log in [("download", "logs/a.log"), ("train", "logs/b.log")] * 2
     )

@@ -55,6 +55,12 @@ BAD_PAGES = {
     "image.html": ('<p><img src="figures/missing.png" alt="a figure"></p>', "broken image"),
     "console.html": ("<script>console.error('boom')</script><p>text</p>", "console error"),
     "exception.html": ("<script>no_such_function()</script><p>text</p>", "uncaught error"),
+    "contents.html": (
+        '<nav class="md-nav md-nav--secondary"><ul><li><a href="#a">Settings</a></li>'
+        '<li><a href="#b">Settings</a></li></ul></nav><h2 id="a">Settings</h2><h2 id="b">Settings</h2>',
+        "the page's contents list",
+    ),
+    "doctest.html": ("<blockquote><blockquote><p>import numpy</p></blockquote></blockquote>", "quotes within quotes"),
     "table.html": (
         '<div style="width:300px;overflow-x:auto"><table><tr>'
         + "".join(f'<th style="min-width:120px">column {i}</th>' for i in range(6))
@@ -71,7 +77,9 @@ GOOD_PAGE = (
 
 
 def page(body: str) -> str:
-    return f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title></head><body>{body}</body></html>'
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title></head><body>{body}</body></html>'
+    )
 
 
 @needs_chromium
@@ -104,7 +112,9 @@ def test_every_page_of_the_documentation_site(tmp_path):
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     pages = sorted(
-        str(p.relative_to(site)) for p in site.rglob("*.html") if p.relative_to(site).parts[0] not in ("assets", "search")
+        str(p.relative_to(site))
+        for p in site.rglob("*.html")
+        if p.relative_to(site).parts[0] not in ("assets", "search")
     )
     assert "api/index.html" in pages and len(pages) >= 12
     shots = screenshots(tmp_path, "site")

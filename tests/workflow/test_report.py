@@ -1,6 +1,7 @@
 """A finished tiny run yields every figure, the reproduction verdict and the HTML report."""
 
 import re
+import subprocess
 
 import pandas as pd
 import pytest
@@ -47,6 +48,54 @@ def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
         assert category in html, category
     # the calibration caption, rendered with the run's config (calibration: fit_on: validation)
     assert "fitted on the validation set (" in re.sub(r"(\\n|\s)+", " ", html)
+
+
+def report_in(env_python, workdir, name: str):
+    cmd = [str(env_python), "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile", "tiny.yaml"]
+    return subprocess.run([*cmd, "--cores", "1", "--report", name], cwd=workdir, capture_output=True, text=True)
+
+
+@slow
+def test_the_report_builds_in_a_fresh_workflow_environment(finished, tmp_path):
+    """`snakemake --report` (make report) with only what `pip install '.[workflow]'` installs: pygments comes
+    with the extra (without it Snakemake refuses), and the landing page describes this run, not the paper's."""
+    from helpers.extras import extra_env
+
+    python = extra_env(tmp_path / "workflow-env", {"workflow"})
+    done = report_in(python, finished, "fresh_report.html")
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = re.sub(r"(\\n|\s)+", " ", (finished / "fresh_report.html").read_text(errors="replace"))
+    assert (
+        "This run trained the paper's MLP on MNIST (1 seed: 0); and its small CNN on CIFAR-10 (1 seed: 0) for 3 epochs"
+        in html
+    )
+    # the same environment without pygments: what the extra gave before it named pygments
+    python = extra_env(tmp_path / "without-pygments", {"workflow"}, without={"pygments"})
+    done = report_in(python, finished, "no_report.html")
+    assert done.returncode != 0 and "pygments must be installed" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("datasets", [["mnist"], ["mnist", "cifar10"]])
+def test_the_report_landing_page_describes_the_run(datasets):
+    """workflow/report/workflow.rst, rendered as Snakemake renders it (Jinja2, then docutils), from a config."""
+    from docutils.core import publish_parts
+    from jinja2 import Environment
+
+    class Snakemake:
+        config = {
+            "datasets": datasets,
+            "seeds": {"mnist": [0, 1, 2]} if datasets == ["mnist"] else [0],
+            "epochs": 3,
+            "calibration": {"methods": ["isotonic"], "fit_on": "validation"},
+            "external": {},
+        }
+
+    source = (REPO / "workflow" / "report" / "workflow.rst").read_text()
+    text = Environment(trim_blocks=True, lstrip_blocks=True).from_string(source).render(snakemake=Snakemake)
+    page = re.sub(r"\s+", " ", publish_parts(text, writer_name="html")["html_body"])
+    assert "for 3 epochs" in page and "(temperature, isotonic)" in page
+    assert "MLP on MNIST (3 seeds: 0, 1, 2)" in page if datasets == ["mnist"] else "(1 seed: 0)" in page
+    assert ("CIFAR-10" in page) == ("cifar10" in datasets)
 
 
 @slow

@@ -15,7 +15,16 @@ import numpy as np
 import pandas as pd
 
 from trustcal.calibration import T_MAX, T_MIN
-from trustcal.calibration.table import CALIBRATION_COLUMNS, SPLITS, calibration_row, load_states, save_states
+from trustcal.calibration.table import (
+    CALIBRATION_COLUMNS,
+    SPLITS,
+    WORSE_ON_TEST,
+    calibration_row,
+    load_states,
+    save_states,
+    worse_on_test,
+    worse_on_test_sentence,
+)
 from trustcal.errors import TrustcalError
 from trustcal.files import read_csv, read_npz, write_csv, write_npz
 from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, Predictions, score_tables, trust_tables
@@ -164,7 +173,9 @@ def trust_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Set
 
 def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Settings) -> None:
     """Every scalar metric of ``settings.metrics`` (scores.csv, with bootstrap intervals on the test split
-    when ``settings.bootstrap`` is given) and the per-label / per-bin side tables; with a ``paired``
+    when ``settings.bootstrap`` is given) and the per-label / per-bin side tables; a warning line for each
+    calibrator whose test accuracy is lower, or test NLL higher, than the raw model's in some epoch
+    (:func:`~trustcal.calibration.table.worse_on_test`: how many epochs, the worst numbers); with a ``paired``
     output and a bootstrap, the paired replicates of every calibration state on the shared resamples
     (:func:`trustcal.measures.paired.paired_arrays`, docs/method.md §12)."""
     from trustcal.measures.paired import paired_arrays
@@ -173,6 +184,17 @@ def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Se
     kept = {} if settings.bootstrap is not None and "paired" in outputs else None
     tables = score_tables(preds, settings.metrics, bootstrap=settings.bootstrap, kept=kept)
     write_tables(tables, outputs)
+    test = [p for p in preds if p.split == "test"]
+    if test:  # a calibrator that made the test split worse than the raw model: a line per calibrator
+        found = worse_on_test(
+            tables["scores"],
+            [calibrator_name(c) for c in calibrators],
+            samples=max(len(p.labels) for p in test),
+            classes=test[0].probs.shape[1],
+            raw=RAW,
+        )
+        for name, f in found.items():
+            log.warning("%s: [%s] %s.", outputs["scores"], WORSE_ON_TEST, worse_on_test_sentence(name, f))
     if kept is not None:
         write_npz(outputs["paired"], **paired_arrays(kept, settings.bootstrap))
 

@@ -117,3 +117,92 @@ def test_where_possible_fits_only_where_there_are_validation_data(tmp_path):
     a = assess_files([tmp_path], settings=Settings(calibration=calibration, bootstrap=None, sweep=None))
     assert not [w for w in a.warnings if w.code.startswith("calibrator")]
     assert set(a.tables["scores"]["calibrator"]) == {"none", "temperature"}  # aft_1: the paper's calibrated file
+
+
+# --- calibrators that make the test split worse -------------------------------------------------------
+
+
+def digits_forest_split(seed: int = 1):
+    """A 10-tree random forest on scikit-learn's digits: (test probabilities, labels), (validation probabilities,
+    labels). 80 % for training and validation (3:1), 20 % for test, stratified; test accuracy 0.969."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    x, y = datasets.load_digits(return_X_y=True)
+    split = model_selection.train_test_split
+    x_rest, x_test, y_rest, y_test = split(x, y, test_size=0.2, random_state=seed, stratify=y)
+    x_train, x_val, y_train, y_val = split(x_rest, y_rest, test_size=0.25, random_state=seed, stratify=y_rest)
+    forest = ensemble.RandomForestClassifier(n_estimators=10, random_state=seed).fit(x_train, y_train)
+    return (forest.predict_proba(x_test), y_test), (forest.predict_proba(x_val), y_val)
+
+
+def test_calibrators_that_make_the_test_split_worse_are_named_with_their_numbers():
+    """On a random forest's digits votes, isotonic regression and histogram binning, fitted on 360 validation
+    samples, lower the test accuracy and raise the test NLL (the summary said "0 warnings" and showed no NLL):
+    one calibrator_worse_on_test warning names both, with the raw and calibrated numbers of scores.csv;
+    temperature scaling, which lowers the NLL here, is not named; the summary shows every calibrator's NLL."""
+    import trustcal
+
+    (p, y), validation = digits_forest_split()
+    with pytest.warns(trustcal.AssessmentWarning):
+        result = trustcal.assess(
+            p, y, validation=validation, calibrators=["temperature", "isotonic", "histogram"], bootstrap=None
+        )
+    scores = result.scores[result.scores["split"] == "test"].set_index("calibrator")
+    assert scores.loc["none", "accuracy"] == pytest.approx(0.969, abs=5e-4)
+    assert scores.loc["temperature", "nll"] < scores.loc["none", "nll"]
+    (warning,) = [w for w in result.warnings if w.code == "calibrator_worse_on_test"]
+    text = warning.message.replace("Calibrator '", "calibrator '")  # each calibrator's sentence, the first lower-case
+    assert "'temperature'" not in text
+    for name, words in (("isotonic", "isotonic regression"), ("histogram", "histogram binning")):
+        raw, cal = scores.loc["none"], scores.loc[name]
+        assert cal["accuracy"] < raw["accuracy"] and cal["nll"] > raw["nll"] + 0.05
+        assert (
+            f"calibrator '{name}' ({words}) made the test predictions worse than the uncalibrated model's: "
+            f"accuracy {raw['accuracy']:.4f} → {cal['accuracy']:.4f}, NLL {raw['nll']:.4f} → {cal['nll']:.4f}"
+        ) in text, text
+    summary = result.summary()
+    assert "1 warning" in summary
+    for name in ("none", "temperature", "isotonic", "histogram"):
+        assert f"NLL {scores.loc[name, 'nll']:.4f}" in summary, summary
+
+
+def test_a_calibrator_that_helps_gets_no_warning():
+    """Overconfident logits (labels drawn from softmax(z / 2)): temperature scaling keeps the accuracy and lowers
+    the test NLL, so no calibrator_worse_on_test warning."""
+    import trustcal
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(0, 3, (4000, 5))
+    y = draw_labels(softmax(z / 2), rng)
+    result = trustcal.assess(
+        z[:2000], y[:2000], kind="logits", validation=(z[2000:], y[2000:]), calibrators=["temperature"], bootstrap=None
+    )
+    scores = result.scores[result.scores["split"] == "test"].set_index("calibrator")
+    assert scores.loc["temperature", "nll"] < scores.loc["none", "nll"] - 0.05
+    assert not [w for w in result.warnings if w.code == "calibrator_worse_on_test"]
+
+
+def test_over_a_series_the_warning_counts_the_epochs_and_gives_the_worst(tmp_path):
+    """A series of three epochs (forests of three seeds, as .npz with validation probabilities): one warning,
+    per calibrator how many of the epochs it made worse and the epoch and numbers of the worst drop and rise."""
+    from trustcal.assessment import assess_files
+    from trustcal.calibration.table import worse_on_test
+    from trustcal.settings import CalibrationSettings, Settings
+
+    for epoch, seed in enumerate((1, 2, 3), start=1):
+        (p, y), (pv, yv) = digits_forest_split(seed)
+        np.savez(tmp_path / f"epoch{epoch:03d}.npz", probs=p, labels=y, val_probs=pv, val_labels=yv)
+    settings = Settings(calibration=CalibrationSettings(methods=("isotonic", "histogram")), bootstrap=None, sweep=None)
+    a = assess_files([tmp_path], settings=settings)
+    (warning,) = [w for w in a.warnings if w.code == "calibrator_worse_on_test"]
+    found = worse_on_test(a.tables["scores"], ["isotonic", "histogram"], samples=360, classes=10)
+    assert set(found) == {"isotonic", "histogram"}
+    for name, f in found.items():
+        assert f["epochs"] == 3 and 1 <= f["worse"] <= 3
+        head = f"alibrator '{name}' "
+        assert head in warning.message and f"in {f['worse']} of 3 epochs; worst: " in warning.message
+        epoch, before, after = f["nll"]
+        assert f"NLL {before:.4f} → {after:.4f} (epoch {epoch})" in warning.message
+        test = a.tables["scores"].query("split == 'test'").pivot(index="epoch", columns="calibrator", values="nll")
+        assert after - before == pytest.approx((test[name] - test["none"]).max(), rel=0, abs=1e-12)

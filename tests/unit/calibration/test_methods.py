@@ -376,10 +376,13 @@ def test_isotonic_matches_sklearn_and_netcal(peer_data):
         np.testing.assert_allclose(ours.predict_proba(logits), peer.transform(softmax(logits)), rtol=0, atol=8 * EPS)
 
 
+@pytest.mark.parametrize("k", [5, 30], ids=["K=5, Newton", "K=30, L-BFGS-B alone"])
 @pytest.mark.parametrize("method", ["matrix", "dirichlet"])
-def test_unregularised_matrix_and_dirichlet_match_sklearn(method):
+def test_unregularised_matrix_and_dirichlet_match_sklearn(method, k):
     """With λ = μ = 0 they are multinomial logistic regression on z (matrix) or log_softmax(z)
-    (Dirichlet): sklearn's LogisticRegression(C=inf) fitted to a tight tol is the oracle.
+    (Dirichlet): sklearn's LogisticRegression(C=inf) fitted to a tight tol is the oracle. At K = 5 the
+    fit takes Newton steps with the exact Hessian; at K = 30 (930 parameters, beyond
+    ``newton_max_parameters``) L-BFGS-B alone, and reaches the same optimum.
 
     netcal 1.4 has no matrix or Dirichlet calibration (its LogisticCalibration is vector scaling).
     The softmax leaves W + 1vᵀ and b + a·1 unchanged, so parameters are compared centred over
@@ -387,15 +390,19 @@ def test_unregularised_matrix_and_dirichlet_match_sklearn(method):
     """
     from sklearn.linear_model import LogisticRegression
 
+    assert (k * (k + 1) > calibrator_class(method).newton_max_parameters) == (k == 30)
     rng = np.random.default_rng(15)
-    k = 5
     z = rng.normal(0, 2, (4000, k))
     a = np.eye(k) + 0.3 * rng.normal(size=(k, k))
     x = z if method == "matrix" else log_softmax(z)
     y = draw_labels(softmax(x @ a.T / 2 + rng.normal(0, 0.5, k)), rng)
-    peer = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(x, y)
+    # The peer fits standardised features (unpenalised, the same optimum; lbfgs on raw log-probabilities stopped at
+    # its iteration limit at K = 30); its parameters are mapped back to the features' own units.
+    m, sd = x.mean(axis=0), x.std(axis=0)
+    peer = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit((x - m) / sd, y)
+    peer_w, peer_b = peer.coef_ / sd, peer.intercept_ - peer.coef_ @ (m / sd)
     ours = fit_calibrator(method, z, y, odir_lambda=0, odir_mu=0)
-    q_peer, q_ours = peer.predict_proba(x), ours.predict_proba(z)
+    q_peer, q_ours = peer.predict_proba((x - m) / sd), ours.predict_proba(z)
     excess = nll(q_peer, y) - nll(q_ours, y)
     assert abs(excess) <= ROUND_OFF  # both at the optimum
     assert rms_diff(q_peer, q_ours) <= prediction_bound(abs(excess))
@@ -405,11 +412,11 @@ def test_unregularised_matrix_and_dirichlet_match_sklearn(method):
 
     # Two points whose losses agree to ROUND_OFF lie within √(2·ROUND_OFF/h) of each other along an
     # eigenvector of the mean NLL's Hessian with eigenvalue h; the smallest non-zero h bounds them all
-    # (3.7e-4 for Dirichlet, 3e-2 for matrix scaling here: 7e-5 and 8e-6).
+    # (at K = 5, 3.7e-4 for Dirichlet, 3e-2 for matrix scaling: 7e-5 and 8e-6).
     eig = np.linalg.eigvalsh(fisher(x, q_ours) / len(x))
     atol = np.sqrt(2 * ROUND_OFF / eig[eig > 1e-10].min())
-    np.testing.assert_allclose(centred(ours.weights), centred(peer.coef_), rtol=0, atol=atol)
-    np.testing.assert_allclose(centred(ours.bias), centred(peer.intercept_), rtol=0, atol=atol)
+    np.testing.assert_allclose(centred(ours.weights), centred(peer_w), rtol=0, atol=atol)
+    np.testing.assert_allclose(centred(ours.bias), centred(peer_b), rtol=0, atol=atol)
 
 
 @pytest.mark.parametrize("method", ["matrix", "dirichlet"])

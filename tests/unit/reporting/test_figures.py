@@ -518,3 +518,65 @@ def test_smooth_reliability_of_a_single_set_is_one_column_without_a_band():
     words = " ".join(texts(fig)).lower()
     assert "epoch" not in words and "seed" not in words and "band" not in words
     assert not diagram.collections  # no band without resamples
+
+
+# --------------------------------------------------------------------------- readable per-label figures, uncertain bins
+
+
+def test_trust_grid_is_a_row_of_panels_per_label_each_before_and_after(tmp_path):
+    """Small multiples: a label can be told from another (issue 29), its states side by side."""
+    trust = trust_tables(predictions(0), TrustParams())["trust"]
+    fig = figures.draw("trust_grid", {"trust": trust}, "m", [tmp_path / "grid.png"], dataset="cifar10")
+    assert len(fig.axes) == 3 * K
+    rows = [ax.get_ylabel() for ax in fig.axes[::3]]
+    assert rows == [f"{z} {name}" for z, name in enumerate(figures.LABEL_NAMES["cifar10"])]
+    per_label = trust[trust["label"].astype(str) != "network"]
+    for z in (0, 7):
+        ax = fig.axes[3 * z]  # belief of label z
+        before, after = _lines(ax)
+        assert before.get_color() == figures.STATE_COLOURS[figures.BEFORE]
+        want = per_label[(per_label["label"].astype(int) == z) & (per_label["calibrator"] == "none")]
+        np.testing.assert_allclose(before.get_ydata(), want.sort_values("epoch")["belief"])
+    with Image.open(tmp_path / "grid.png") as im:
+        assert im.size == tuple(round(v * figures.DPI) for v in figures.FIGURE_SIZES["trust_grid"])
+
+
+def test_trust_grid_of_many_labels_keeps_the_paper_layout():
+    rng = np.random.default_rng(0)
+    k = 30
+    labels = np.arange(300) % k
+    rows = []
+    for epoch in (1, 2, 3):
+        logits = 3 * np.eye(k)[labels] + rng.normal(size=(300, k))
+        p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+        rows.append(Predictions(epoch, "none", "test", p, labels))
+    trust = trust_tables(rows, TrustParams())["trust"]
+    fig = figures.draw("trust_grid", {"trust": trust}, "m", [])
+    assert len(fig.axes) == 3 + 1  # one row of panels, and the colour bar naming the shades
+
+
+def test_reliability_bars_carry_the_clopper_pearson_interval_of_the_bin():
+    from trustcal.measures.bins import clopper_pearson
+
+    tables = score_tables(predictions(0), MetricParams(density_points=21))
+    fig = figures.draw("reliability", {**tables, "history": history(0)}, "m", [])
+    curves = tables["reliability"]
+    top = curves[(curves["curve"] == "top_label") & (curves["split"] == "test") & (curves["calibrator"] == "none")]
+    first = top[top["epoch"] == 1].sort_values("bin")
+    lo, hi = clopper_pearson((first["observed_frequency"].fillna(0) * first["count"]).round(), first["count"])
+    ax = fig.axes[0]  # first epoch, before calibration
+    (bars,) = [c for c in ax.containers if hasattr(c, "errorbar") and c.errorbar is not None]
+    segments = bars.errorbar.lines[2][0].get_segments()
+    shown = [(s[0][1], s[1][1]) for s in segments]
+    filled = first["count"].to_numpy() > 0
+    np.testing.assert_allclose([s for s, f in zip(shown, filled) if f], np.c_[lo, hi][filled], atol=1e-9)
+    assert "Clopper–Pearson" in " ".join(texts(fig))
+
+
+@pytest.mark.parametrize("epochs, wanted", [(1, "calibrators fitted on the validation split"), (5, "per epoch")])
+def test_the_calibrator_figures_say_per_epoch_only_for_a_series(epochs, wanted):
+    from trustcal.reporting.figures.calibrators import fitted_note
+
+    calibration = pd.DataFrame(dict(epoch=range(1, epochs + 1), calibrator="vector", fit_split="val"))
+    note = fitted_note(calibration)
+    assert wanted in note and (epochs > 1) == ("per epoch" in note)

@@ -18,7 +18,7 @@ from trustcal.files import paper_states
 SUMMARY_MAX_EPOCHS = 30  # more epochs than this: the summary shows the first and last 15
 
 
-SUMMARY_SCORES = ("accuracy", "ece", "net_trust_score")
+SUMMARY_SCORES = ("accuracy", "ece", "nll", "net_trust_score")
 SUMMARY_OPINION = ("belief", "disbelief", "uncertainty")
 
 
@@ -27,7 +27,7 @@ def _with_intervals(df: pd.DataFrame, names: Sequence[str]) -> list[str]:
 
 
 def calibrator_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per epoch and calibrator (``none``: the raw model), on the test predictions: accuracy, ECE,
+    """Per epoch and calibrator (``none``: the raw model), on the test predictions: accuracy, ECE, NLL,
     NTS and the network opinion, each with its bootstrap interval where there is one."""
     scores = tables["scores"]
     scores = scores[scores["split"] == "test"]
@@ -137,10 +137,10 @@ def _interval(row: pd.Series, name: str, fmt: str) -> str:
 
 
 def calibrator_lines(a) -> list[str]:
-    """The last epoch of every calibrator with the bootstrap intervals (none when there are no intervals
-    and only the paper's two states)."""
+    """The last epoch of every calibrator (the raw model's too) with its test accuracy, ECE, NLL, NTS and belief,
+    and their bootstrap intervals where there are some (no lines for the raw model alone without intervals)."""
     table = calibrator_table(a.tables)
-    if table.empty or ("ece_lo" not in table and table["calibrator"].nunique() <= 2):
+    if table.empty or ("ece_lo" not in table and table["calibrator"].nunique() < 2):
         return []
     last = table[table["epoch"] == table["epoch"].max()]
     epoch = int(last["epoch"].iloc[0])
@@ -154,7 +154,8 @@ def calibrator_lines(a) -> list[str]:
     for _, row in last.iterrows():
         lines.append(
             f"  {str(row['calibrator']):<{width}}  accuracy {_interval(row, 'accuracy', '{:.4f}')}  "
-            f"ECE {_interval(row, 'ece', '{:.4f}')}  NTS {_interval(row, 'net_trust_score', '{:.4f}')}  "
+            f"ECE {_interval(row, 'ece', '{:.4f}')}  NLL {_interval(row, 'nll', '{:.4f}')}  "
+            f"NTS {_interval(row, 'net_trust_score', '{:.4f}')}  "
             f"b {_interval(row, 'belief', '{:.3f}')}"
         )
     return lines
@@ -177,7 +178,7 @@ def _temperature_records(calibration: pd.DataFrame | None) -> list[dict]:
 
 def summary_dict(a, wording: Callable[[str, Sequence[str]], str] | None = None) -> dict:
     """The summary for scripts (``trustcal assess --json``): per epoch and state on the test predictions,
-    accuracy, ECE, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty), each with
+    accuracy, ECE, NLL, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty), each with
     its bootstrap interval (``*_lo``, ``*_hi``); the same per calibrator (``calibrators``); the files,
     the temperatures fitted, the figures and every warning (its message put in the caller's words by
     ``wording``, :data:`~trustcal.assessment.result.Wording`). Undefined numbers are null."""

@@ -12,6 +12,7 @@ import pandas as pd
 
 from trustcal.assessment.fit import predictions_of
 from trustcal.assessment.result import Assessment, Progress, no_progress
+from trustcal.calibration.table import WORSE_ON_TEST, worse_on_test, worse_on_test_sentence
 from trustcal.predictions import InputWarning, Loaded
 from trustcal.reporting.tables import Predictions, score_tables, trust_sweep_table, trust_tables
 from trustcal.settings import Settings
@@ -57,6 +58,7 @@ def assess_loaded(
     tables = assessment_tables(preds, settings, progress)
     if calibration is not None:
         tables["calibration"] = calibration
+        warnings.extend(_worse_on_test(tables["scores"], calibration, loaded))
     names = loaded[0].names
     tables = with_class_names(tables, names)
     return Assessment(
@@ -72,6 +74,34 @@ def assess_loaded(
         settings.metrics.ece_bins[0],
         class_names=names,
     )
+
+
+def _worse_on_test(scores: pd.DataFrame, calibration: pd.DataFrame, loaded: Sequence[Loaded]) -> list[InputWarning]:
+    """A ``calibrator_worse_on_test`` warning naming every fitted calibrator whose test predictions are less
+    accurate, or have a higher NLL, than the uncalibrated model's (:func:`~trustcal.calibration.table.worse_on_test`)."""
+    found = worse_on_test(
+        scores,
+        calibration["calibrator"],
+        samples=max(len(x.labels) for x in loaded),
+        classes=loaded[0].classes,
+    )
+    if not found:
+        return []
+    sentences = ". ".join(
+        (text if i == 0 else text[0].upper() + text[1:])
+        for i, text in enumerate(worse_on_test_sentence(name, f) for name, f in found.items())
+    )
+    return [
+        InputWarning(
+            WORSE_ON_TEST,
+            str(loaded[0].file.path) if len(loaded) == 1 else "",
+            f"{sentences}. {'It was' if len(found) == 1 else 'Each was'} fitted on the validation predictions and "
+            "is judged here on the test predictions: a map with many parameters for the validation samples per "
+            "class (vector scaling 2K, matrix and Dirichlet scaling K² + K, histogram binning K × bins, isotonic "
+            "regression a piece per step) fits their noise, and validation predictions unlike the test ones "
+            "mislead any calibrator. Compare the calibrators in scores.csv; more validation samples help.",
+        )
+    ]
 
 
 def assessment_tables(

@@ -38,6 +38,10 @@ MAX_ITER = 1000  # iterations, Newton's and L-BFGS-B's together; the fits on net
 TOL = 1e-8  # stop when every (projected) gradient component of the mean loss is below it (L-BFGS-B's gtol)
 FTOL = 1e-14  # L-BFGS-B ftol: relative decrease of the loss per step, near float64 round-off
 NEWTON_MAX_ITER = 50  # Newton steps before L-BFGS-B takes over
+# The default iteration limit of a fit by L-BFGS-B alone is also bounded by its arithmetic: an iteration's two
+# products of N×K by K×K cost 4·N·(K² + K) operations, and MAX_WORK of them are about two minutes on one core
+# at 50 GFLOP/s: 1000 iterations up to K ≈ 500 at N = 5000, 49 at K = 1000 and N = 25,000 (docs/method.md §2.9).
+MAX_WORK = 5e12
 NEWTON_RCOND = 1e-12  # Newton's floor on the Hessian's eigenvalues, a fraction of the largest
 
 
@@ -145,6 +149,8 @@ class _LinearScaling(_SoftmaxMap):
 
     full: bool  # W a full K×K matrix (else a vector of K scales)
     odir: bool  # ODIR options accepted
+    # Newton with the exact Hessian up to this many parameters, L-BFGS-B alone beyond (docs/method.md §2.9)
+    newton_max_parameters: int
 
     def __init__(self, n_classes, weights, bias, *, separable: bool = False, **flags):
         super().__init__(n_classes, **flags)
@@ -222,6 +228,7 @@ class _LinearScaling(_SoftmaxMap):
     def _fit(cls, z, labels, t_min, t_max, options):
         lam = option(options, "odir_lambda", ODIR_LAMBDA, "nonneg") if cls.odir else 0.0
         mu = option(options, "odir_mu", ODIR_MU, "nonneg") if cls.odir else 0.0
+        max_iter_given = "max_iter" in options
         max_iter = option(options, "max_iter", MAX_ITER, "count")
         tol = option(options, "tol", TOL, "pos")
         no_more_options(cls.method, options, cls.options)
@@ -301,36 +308,40 @@ class _LinearScaling(_SoftmaxMap):
         # class (matrix, Dirichlet) or A_ia = [x_ia, 1] (vector); the NLL's Hessian in V is
         # (1/N) Σ_i (diag p_i − p_i p_iᵀ) ⊗ A_i A_iᵀ, and ODIR's penalty is ½|Q θ|² (Q linear), so
         # H = Jᵀ H_V J + QᵀQ, singular only along the dropped directions, where g has no component.
-        a_feat = np.concatenate([xt, np.ones((1, n))]) if cls.full else None  # F×N, F = K + 1
-        n_theta = len(theta0)
-        unit = np.eye(n_theta)
-        rows_j, rows_q = [], []
-        for j in range(n_theta):
-            w, c, b = unpack(unit[j])
-            rows_j.append(np.column_stack([w, c]).ravel())
-            rows_q.append(np.concatenate([np.sqrt(c_mu) * b, np.sqrt(reg[off]) * w[off]]) if cls.full else 0 * b)
-        jac, q = np.array(rows_j).T, np.array(rows_q).T
-        h_pen = q.T @ q
+        def newton_hessian():
+            """The function θ ↦ H(θ) (its constant parts built once)."""
+            a_feat = np.concatenate([xt, np.ones((1, n))]) if cls.full else None  # F×N, F = K + 1
+            n_theta = len(theta0)
+            unit = np.eye(n_theta)
+            rows_j, rows_q = [], []
+            for j in range(n_theta):
+                w, c, b = unpack(unit[j])
+                rows_j.append(np.column_stack([w, c]).ravel())
+                rows_q.append(np.concatenate([np.sqrt(c_mu) * b, np.sqrt(reg[off]) * w[off]]) if cls.full else 0 * b)
+            jac, q = np.array(rows_j).T, np.array(rows_q).T
+            h_pen = q.T @ q
 
-        def hessian(theta):
-            w, c, _ = unpack(theta)
-            s = w @ xt if cls.full else xt * w[:, None]
-            s += c[:, None]
-            s -= s.max(axis=0)
-            np.exp(s, out=s)
-            s /= s.sum(axis=0)  # K×N probabilities
-            if cls.full:
-                g = (s[:, None, :] * a_feat[None, :, :]).reshape(k * (k + 1), n)  # rows (a, j): p_ia A_ij
-                blocks = (g @ a_feat.T).reshape(k, k + 1, k + 1)  # Σ_i p_ia A_i A_iᵀ
-            else:
-                px = s * xt
-                g = np.stack([px, s], axis=1).reshape(2 * k, n)  # rows (a, 0): p_ia x_ia, (a, 1): p_ia
-                sums = np.stack([(px * xt).sum(axis=1), px.sum(axis=1), px.sum(axis=1), s.sum(axis=1)], 1)
-                blocks = sums.reshape(k, 2, 2)
-            h_v = -(g @ g.T)  # NumPy computes a product with its own transpose as one symmetric rank-N update
-            f = blocks.shape[1]
-            h_v.reshape(k, f, k, f)[np.arange(k), :, np.arange(k), :] += blocks
-            return jac.T @ (h_v / n) @ jac + h_pen
+            def hessian(theta):
+                w, c, _ = unpack(theta)
+                s = w @ xt if cls.full else xt * w[:, None]
+                s += c[:, None]
+                s -= s.max(axis=0)
+                np.exp(s, out=s)
+                s /= s.sum(axis=0)  # K×N probabilities
+                if cls.full:
+                    g = (s[:, None, :] * a_feat[None, :, :]).reshape(k * (k + 1), n)  # rows (a, j): p_ia A_ij
+                    blocks = (g @ a_feat.T).reshape(k, k + 1, k + 1)  # Σ_i p_ia A_i A_iᵀ
+                else:
+                    px = s * xt
+                    g = np.stack([px, s], axis=1).reshape(2 * k, n)  # rows (a, 0): p_ia x_ia, (a, 1): p_ia
+                    sums = np.stack([(px * xt).sum(axis=1), px.sum(axis=1), px.sum(axis=1), s.sum(axis=1)], 1)
+                    blocks = sums.reshape(k, 2, 2)
+                h_v = -(g @ g.T)  # NumPy computes a product with its own transpose as one symmetric rank-N update
+                f = blocks.shape[1]
+                h_v.reshape(k, f, k, f)[np.arange(k), :, np.arange(k), :] += blocks
+                return jac.T @ (h_v / n) @ jac + h_pen
+
+            return hessian
 
         # Projected Newton (Bertsekas 1982) for the box on the scales: a scale at a bound whose gradient
         # pushes outwards is held there; the step solves the Newton system on the others and is projected
@@ -353,7 +364,14 @@ class _LinearScaling(_SoftmaxMap):
             theta = np.clip(theta0, box_lo, box_hi)
             loss, grad = loss_grad(theta)
             it = 0
-            while not (converged := stationary(theta, grad)) and it < min(max_iter, NEWTON_MAX_ITER):
+            # Newton where its exact Hessian pays (up to newton_max_parameters parameters), else L-BFGS-B alone,
+            # by default for at most MAX_WORK operations.
+            newton = len(theta0) <= cls.newton_max_parameters
+            newton_steps = min(max_iter, NEWTON_MAX_ITER) if newton else 0
+            if not newton and not max_iter_given:
+                max_iter = min(max_iter, max(1, int(MAX_WORK / (4 * n * len(theta0)))))
+            hessian = newton_hessian() if newton_steps and not stationary(theta, grad) else None
+            while not (converged := stationary(theta, grad)) and it < newton_steps:
                 it += 1
                 fixed = held(theta, grad)
                 free = ~fixed
@@ -419,6 +437,7 @@ class VectorScaling(_LinearScaling):
     name = "vector scaling"
     options = ("max_iter", "tol")
     full, odir = False, False
+    newton_max_parameters = 2000  # K ≤ 1000: its Hessian, 4K² × N products, costs a few gradients of matrix scaling
 
 
 class MatrixScaling(_LinearScaling):
@@ -428,6 +447,7 @@ class MatrixScaling(_LinearScaling):
     name = "matrix scaling"
     options = ("odir_lambda", "odir_mu", "max_iter", "tol")
     full, odir = True, True
+    newton_max_parameters = 420  # K ≤ 20: beyond, its Hessian, (K² + K)² × N products, costs more than L-BFGS-B
 
 
 class DirichletCalibration(_LinearScaling):
@@ -437,6 +457,7 @@ class DirichletCalibration(_LinearScaling):
     name = "Dirichlet calibration"
     options = ("odir_lambda", "odir_mu", "max_iter", "tol")
     full, odir = True, True
+    newton_max_parameters = 420  # K ≤ 20: beyond, its Hessian, (K² + K)² × N products, costs more than L-BFGS-B
 
     @staticmethod
     def features(z):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from trustcal.calibration.base import Calibrator
-from trustcal.calibration.methods import calibrator_from_state, fit_calibrator
+from trustcal.calibration.methods import calibrator_class, calibrator_from_state, fit_calibrator
 from trustcal.calibration.temperature import T_MAX, T_MIN
 from trustcal.numerics import logits_nll
 
@@ -31,6 +31,7 @@ CALIBRATION_COLUMNS = (
     "identity_fallback",  # the fit raised the fit split's NLL, so the identity map is used (docs/method.md §2.12)
 )
 SPLITS = {"validation": "val", "test": "test"}  # config calibration.fit_on → the logits' key prefix
+WORSE_ON_TEST = "calibrator_worse_on_test"  # the warning code of :func:`worse_on_test`
 
 
 def calibration_row(
@@ -94,3 +95,67 @@ def load_states(arrays) -> dict[int, Calibrator]:
         prefix, _, name = key.partition("/")
         by_epoch.setdefault(int(prefix.removeprefix("epoch")), {})[name] = np.asarray(arrays[key])
     return {epoch: calibrator_from_state(str(state.pop("method")), state) for epoch, state in sorted(by_epoch.items())}
+
+
+def worse_on_test(scores, calibrators, *, samples: int, classes: int, raw: str = "none") -> dict[str, dict]:
+    """The calibrators of ``calibrators`` that made the test split worse than the raw model (calibrator ``raw``)
+    of the same epoch in ``scores`` (the scores table: ``epoch``, ``calibrator``, ``split``, ``accuracy``,
+    ``nll``): a lower accuracy, or a higher NLL beyond float64 rounding.
+
+    Accuracies of one split are fl(count / N): two different counts differ by at least 1/N, equal counts give
+    equal floats, so any lower value is a lower count. An NLL is a mean of N terms −log p, each rounded by at
+    most (K + 2)·eps·(1 + term) (a log-softmax of K terms, or a log) and summed with at most N·eps relative
+    error, so two NLLs a and c may differ by (K + N + 2)·eps·(2 + a + c) through rounding alone
+    (``samples`` = N, the largest test split; ``classes`` = K); only a rise beyond that counts.
+
+    Returns calibrator → dict(epochs: how many epochs it was fitted on, worse: how many it made worse,
+    accuracy: (epoch, raw, calibrated) of its largest accuracy drop or None, nll: the same for its largest
+    NLL rise or None), in the order of ``calibrators``, for those worse in at least one epoch."""
+    eps = float(np.finfo(np.float64).eps)
+    test = scores[scores["split"] == "test"]
+    base = test[test["calibrator"] == raw].set_index("epoch")
+    found = {}
+    for name in dict.fromkeys(calibrators):
+        if name == raw:
+            continue
+        rows = test[test["calibrator"] == name].set_index("epoch")
+        rows = rows[rows.index.isin(base.index)]
+        worse, acc, nll = 0, None, None
+        for epoch, row in rows.iterrows():
+            a_raw, a_cal = float(base.at[epoch, "accuracy"]), float(row["accuracy"])
+            n_raw, n_cal = float(base.at[epoch, "nll"]), float(row["nll"])
+            rounding = (classes + samples + 2) * eps * (2 + abs(n_raw) + abs(n_cal))
+            lower, higher = a_cal < a_raw, n_cal > n_raw + rounding
+            worse += lower or higher
+            if lower and (acc is None or a_raw - a_cal > acc[1] - acc[2]):
+                acc = (int(epoch), a_raw, a_cal)
+            if higher and (nll is None or n_cal - n_raw > nll[2] - nll[1]):
+                nll = (int(epoch), n_raw, n_cal)
+        if worse:
+            found[name] = dict(epochs=len(rows), worse=worse, accuracy=acc, nll=nll)
+    return found
+
+
+def worse_on_test_sentence(name: str, found: dict) -> str:
+    """One calibrator of :func:`worse_on_test`, in words with its numbers."""
+    what = calibrator_class(name).name if _known(name) else name
+    changes = []
+    for key, label in (("accuracy", "accuracy"), ("nll", "NLL")):
+        if found[key] is not None:
+            epoch, before, after = found[key]
+            changes.append(
+                f"{label} {before:.4f} → {after:.4f}" + ("" if found["epochs"] == 1 else f" (epoch {epoch})")
+            )
+    where = "" if found["epochs"] == 1 else f" in {found['worse']} of {found['epochs']} epochs; worst"
+    return (
+        f"calibrator '{name}' ({what}) made the test predictions worse than the uncalibrated model's{where}: "
+        + ", ".join(changes)
+    )
+
+
+def _known(name: str) -> bool:
+    try:
+        calibrator_class(name)
+    except ValueError:
+        return False
+    return True

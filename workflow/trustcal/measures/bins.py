@@ -98,3 +98,81 @@ def _onevsrest_binned(probs: np.ndarray, labels: np.ndarray, n_bins: int, binnin
     flat = (idx + n_bins * np.arange(k)[None, :]).ravel()  # one bin set per class
     count, mean_p, mean_o = _binned_means(probs.ravel(), onehot.ravel(), flat, n_bins * k)
     return onehot, flat, count, mean_p, mean_o
+
+
+def _log_beta(a: np.ndarray, b: np.ndarray, log_fact: np.ndarray) -> np.ndarray:
+    """log B(a, b) for whole a, b ≥ 1: log (a − 1)! (b − 1)! / (a + b − 1)!."""
+    return log_fact[(a - 1).astype(int)] + log_fact[(b - 1).astype(int)] - log_fact[(a + b - 1).astype(int)]
+
+
+def _beta_cf(a: np.ndarray, b: np.ndarray, x: np.ndarray, terms: int) -> np.ndarray:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz; Numerical
+    Recipes §6.4), element by element, ``terms`` terms: converged for x < (a + 1)/(a + b + 2)."""
+    tiny = 1e-300
+    c = np.ones_like(x)
+    d = 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
+    h = d.copy()
+    for m in range(1, terms + 1):
+        m2 = 2 * m
+        for num in (
+            m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
+            c = 1.0 + num / c
+            c = np.where(np.abs(c) < tiny, tiny, c)
+            h = h * d * c
+    return h
+
+
+def _beta_cdf(a: np.ndarray, b: np.ndarray, x: np.ndarray, log_fact: np.ndarray) -> np.ndarray:
+    """The regularized incomplete beta function I_x(a, b), whole a, b ≥ 1, 0 < x < 1."""
+    terms = int(10 + 2 * np.sqrt(np.max(a + b, initial=1)))  # Lentz converges in O(√(a + b)) terms (tested)
+    front = np.exp(a * np.log(x) + b * np.log1p(-x) - _log_beta(a, b, log_fact))
+    direct = x < (a + 1) / (a + b + 2)
+    xs, aa, bb = np.where(direct, x, 1 - x), np.where(direct, a, b), np.where(direct, b, a)
+    part = front * _beta_cf(aa, bb, xs, terms) / aa
+    return np.where(direct, part, 1.0 - part)
+
+
+def clopper_pearson(correct, total, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The Clopper–Pearson (exact binomial) interval of a bin's accuracy: ``correct`` right answers of
+    ``total`` samples, arrays (or numbers) of whole counts; NaN where ``total`` is 0.
+
+    The bounds are the quantiles α/2 of Beta(k, n − k + 1) (0 when k = 0) and 1 − α/2 of Beta(k + 1, n − k)
+    (1 when k = n), α = 1 − level: the p at which the binomial tail of k is α/2 on either side. They are
+    found by bisection on the Beta distribution function (the incomplete beta function, by its continued
+    fraction), with numpy only: scipy's ``beta.ppf``, which the light install does not have, is the
+    tests' oracle.
+    """
+    k = np.atleast_1d(np.asarray(correct, dtype=float))
+    n = np.atleast_1d(np.asarray(total, dtype=float))
+    k, n = np.broadcast_arrays(k, n)
+    if np.any((k < 0) | (k > n) | (k != np.round(k)) | (n != np.round(n))):
+        raise ValueError("correct and total must be whole counts with 0 ≤ correct ≤ total")
+    alpha = 1.0 - level
+    lo, hi = np.full(k.shape, np.nan), np.full(k.shape, np.nan)
+    some = n > 0
+    lo[some & (k == 0)] = 0.0
+    hi[some & (k == n)] = 1.0
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, int(n.max(initial=0)) + 2)))])
+
+    def quantile(a: np.ndarray, b: np.ndarray, q: float) -> np.ndarray:
+        """x with I_x(a, b) = q, by bisection (the distribution function rises with x)."""
+        left, right = np.zeros(a.shape), np.ones(a.shape)
+        for _ in range(50):  # to below 1e-15
+            mid = (left + right) / 2
+            below = _beta_cdf(a, b, mid, log_fact) < q
+            left, right = np.where(below, mid, left), np.where(below, right, mid)
+        return (left + right) / 2
+
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        need = some & (k > 0)
+        if need.any():
+            lo[need] = quantile(k[need], n[need] - k[need] + 1, alpha / 2)
+        need = some & (k < n)
+        if need.any():
+            hi[need] = quantile(k[need] + 1, n[need] - k[need], 1 - alpha / 2)
+    return lo, hi

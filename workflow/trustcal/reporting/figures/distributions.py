@@ -18,6 +18,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from trustcal.measures.bins import clopper_pearson
 from trustcal.reporting.figures.style import (
     COLUMN_WIDTH,
     COMPONENTS,
@@ -69,6 +70,9 @@ def count_axis(ax: plt.Axes, label: str) -> None:
     ax.set_ylabel(label)
 
 
+ACCURACY_LEVEL = 0.95  # the level of each bin's interval in the reliability diagrams
+
+
 def reliability(
     curves: pd.DataFrame,
     history: pd.DataFrame,
@@ -79,20 +83,27 @@ def reliability(
     """Top-label reliability diagrams over the number of samples per confidence bin, first / best / last
     epoch (a single set of predictions: one column per state).
 
-    Bars: observed accuracy per confidence bin, paler the fewer samples the bin holds (:func:`count_alpha`);
-    black ticks: the bin's mean confidence; the dotted diagonal is perfect calibration. Below each
-    diagram: the test samples per bin (mean over seeds; log scale).
+    Bars: observed accuracy per confidence bin, paler the fewer samples the bin holds (:func:`count_alpha`),
+    with its 95 % Clopper–Pearson interval (:func:`~trustcal.measures.bins.clopper_pearson`; with several
+    seeds, each seed's bounds averaged, as the bootstrap bands elsewhere); black ticks: the bin's mean
+    confidence; the dotted diagonal is perfect calibration. Below each diagram: the test samples per bin
+    (mean over seeds; log scale).
     """
     chosen = chosen_epochs(history)
     top = with_state(curves[(curves["curve"] == "top_label") & (curves["split"] == "test")])
     top = select_chosen(top, chosen)
+    count = top["count"].fillna(0).round()
+    correct = (top["observed_frequency"].fillna(0) * count).round().clip(0, count)
+    acc_lo, acc_hi = clopper_pearson(correct.to_numpy(), count.to_numpy(), ACCURACY_LEVEL)
+    top = top.assign(acc_lo=acc_lo, acc_hi=acc_hi)
     agg = (
         top.groupby(["which", "state", "bin"])
         .agg(
             lower=("bin_lower", "first"),
             upper=("bin_upper", "first"),
             freq=("observed_frequency", "mean"),
-            freq_sd=("observed_frequency", "std"),
+            freq_lo=("acc_lo", "mean"),
+            freq_hi=("acc_hi", "mean"),
             conf=("mean_predicted", "mean"),
             count=("count", "mean"),
         )
@@ -133,7 +144,8 @@ def reliability(
         d = agg[(agg["which"] == which) & (agg["state"] == state)]
         width = (d["upper"] - d["lower"]).to_numpy()
         colour = STATE_COLOURS[state]
-        yerr = d["freq_sd"].fillna(0).to_numpy() if seeds > 1 else None
+        freq = d["freq"].to_numpy()
+        yerr = np.nan_to_num(np.vstack([freq - d["freq_lo"].to_numpy(), d["freq_hi"].to_numpy() - freq])).clip(0)
         ax.bar(
             d["lower"],
             d["freq"].fillna(0),
@@ -143,7 +155,7 @@ def reliability(
             edgecolor="white",
             linewidth=0.5,
             yerr=yerr,
-            error_kw=dict(elinewidth=0.6, capsize=1.5, ecolor="0.45"),
+            error_kw=dict(elinewidth=0.7, capsize=1.5, ecolor="0.3"),
         )
         ax.scatter(  # as faint as the bar: a bin of one sample does not catch the eye
             d["lower"] + width / 2,
@@ -170,6 +182,16 @@ def reliability(
     handles = [Patch(color=STATE_COLOURS[s], alpha=0.75, label=f"{s}: observed accuracy") for s in states]
     handles += [
         Patch(color="0.55", alpha=count_alpha([1, 100])[0], label="paler bar: fewer samples in the bin"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="|",
+            markersize=7,
+            linestyle="none",
+            label=f"{ACCURACY_LEVEL * 100:.0f} % Clopper–Pearson interval of the bin's accuracy"
+            + (" (per seed, averaged)" if seeds > 1 else ""),
+        ),
         Line2D(
             [],
             [],

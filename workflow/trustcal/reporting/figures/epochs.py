@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -17,6 +18,8 @@ from trustcal.reporting.figures.style import (
     BEFORE,
     COMPONENTS,
     DASHED,
+    FULL_WIDTH,
+    LABEL_NAMES,
     SET_COLOURS,
     STATE_COLOURS,
     class_rows,
@@ -29,6 +32,7 @@ from trustcal.reporting.figures.style import (
     label_colours,
     label_count,
     log_ticks,
+    n_seeds,
     network_rows,
     new_figure,
     plain_numbers,
@@ -42,13 +46,66 @@ from trustcal.reporting.figures.style import (
 # --------------------------------------------------------------------------- paper figures 1–3
 
 
+SMALL_MULTIPLES = 20  # up to this many labels: a row of panels per label; with more, the paper's layout
+ROW_HEIGHT = 0.58  # inches per label row of the small multiples
+
+
+def trust_grid_size(n_labels: int) -> tuple[float, float]:
+    """The trust grid's size for ``n_labels`` labels: a row per label (FIGURE_SIZES' is that of 10)."""
+    if n_labels > SMALL_MULTIPLES:
+        return FULL_WIDTH, 4.3
+    return FULL_WIDTH, round(1.0 + ROW_HEIGHT * n_labels, 2)
+
+
 def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None) -> plt.Figure:
-    """Paper Figures 1/2: rows before/after calibration (those with predictions), columns b/d/u, a line per label."""
+    """Paper Figures 1/2 as small multiples: a row per label, columns b/d/u, in each panel the label before
+    (vermillion) and after (blue) calibration, mean over seeds ± sd; the y axis shared down each column, so
+    that labels compare by height. Beyond ``SMALL_MULTIPLES`` labels, the paper's own layout (rows
+    before/after, a line per label in its viridis shade, a colour bar)."""
     per_label = with_state(class_rows(trust))
     k = label_count(per_label["label"])
+    if k > SMALL_MULTIPLES:
+        return _trust_grid_lines(per_label, k, title, paths, dataset)
+    names = LABEL_NAMES.get(dataset or "")
+    names = names if names and len(names) == k else None
+    states = states_of(per_label)
+    stats = per_label.groupby(["label", "state", "epoch"])[[c for c, _ in COMPONENTS]].agg(["mean", "std"]).sort_index()
+    fig, axes = new_figure("trust_grid", size=trust_grid_size(k), nrows=k, ncols=3, sharex=True, sharey="col")
+    several = n_seeds(per_label) > 1
+    for z in range(k):
+        for col, (component, name) in enumerate(COMPONENTS):
+            ax = axes[z, col]
+            for state in states:
+                if (z, state) not in stats.index.droplevel("epoch"):
+                    continue
+                s = stats.loc[(z, state)]
+                mean, sd = s[(component, "mean")], s[(component, "std")]
+                colour = STATE_COLOURS[state]
+                if several:
+                    ax.fill_between(mean.index, mean - sd, mean + sd, color=colour, alpha=0.2, linewidth=0)
+                ax.plot(mean.index, mean.to_numpy(), color=colour, linewidth=0.9)
+            ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(3))
+            ax.tick_params(labelsize=6, pad=1.5)
+            plain_numbers(ax)
+            integer_epochs(ax)
+            if z == 0:
+                ax.set_title(name)
+            ax.set_xlabel("Epoch" if z == k - 1 else "")
+            ax.set_ylabel(f"{z} {names[z]}" if names else f"label {z}", rotation=0, ha="right", va="center")
+            if col:
+                ax.set_ylabel("")
+    fig.suptitle(heading(title, "trust opinion per label on the test set (opinion mass)"))
+    figure_legend(fig, [h for h in state_handles() if h.get_label() in states], seed_note(per_label))
+    return save(fig, paths)
+
+
+def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, dataset: str | None) -> plt.Figure:
+    """The paper's layout: rows before/after calibration, columns b/d/u, a line per label in its shade."""
     palette = label_colours(k)
     states = states_of(per_label)
-    fig, axes = new_figure("trust_grid", nrows=len(states), ncols=3, sharex=True, sharey="col", squeeze=False)
+    fig, axes = new_figure(
+        "trust_grid", size=trust_grid_size(k), nrows=len(states), ncols=3, sharex=True, sharey="col", squeeze=False
+    )
     for row, state in enumerate(states):
         sub = per_label[per_label["state"] == state]
         for col, (component, name) in enumerate(COMPONENTS):

@@ -159,8 +159,8 @@ FIGURES: dict[str, FigureSpec] = {
             section=CHOSEN,
             caption="reliability.rst",
             series=False,
-            summary="top-label reliability diagrams with the confidence histogram, for the first, best-validation-loss "
-            "and last epoch",
+            summary="top-label reliability diagrams, each bin's accuracy with its 95 % Clopper–Pearson interval, with the "
+            "confidence histogram, for the first, best-validation-loss and last epoch",
         ),
         FigureSpec(
             "trust_spectrum",

@@ -40,7 +40,7 @@ DPI = 200
 COLUMN_WIDTH = 3.4  # inches, one column of a two-column paper
 FULL_WIDTH = 7.0  # inches, the full text width
 FIGURE_SIZES: dict[str, tuple[float, float]] = {
-    "trust_grid": (FULL_WIDTH, 4.3),
+    "trust_grid": (FULL_WIDTH, 6.8),  # 10 labels: a row each (epochs.trust_grid_size; beyond 20 labels 4.3)
     "loss_curves": (COLUMN_WIDTH, 2.9),
     "calibration_metrics": (FULL_WIDTH, 4.4),
     "geometric_metrics": (FULL_WIDTH, 2.6),
