@@ -1,7 +1,14 @@
-"""Time each calibrator's fit, with its iteration count, on one core (issue 23, item 2; docs/method.md §2.9).
+"""Time each calibrator's fit, with its iteration count and its fit NLL, on one core (issues 23, 28; docs/method.md
+§2.9).
 
 Inputs (validation splits, what the calibrators are fitted on):
 
+- ``classes-10``, ``classes-100``, ``classes-1000``: 6,000 × 10, 5,000 × 100 and 25,000 × 1,000 logits of a
+  network-like K-class model (tests/helpers/synthetic.py ``many_class_logits``): class prototypes ln(K)·I, 1.5
+  more within superclasses of 5 classes (confusions mostly among neighbours, as in CIFAR-100) and N(0, 0.5²)
+  noise; a sample's calibrated logits are its class's prototype + N(0, 1), its label drawn from their softmax;
+  the model shows them × 2 (overconfident, as a network trained for many epochs), mixed a little across
+  classes and offset per class. Accuracy 0.58, 0.64, 0.67 (raw NLL 1.7, 2.9, 4.3);
 - ``network``: 6,000 × 10 logits shaped like a trained MNIST network's: labels drawn from a
   calibrated model (softmax of class-structured logits, about 97 % accurate), shown to the
   calibrator with the overconfidence of a network trained for many epochs (logits × 2.5, a
@@ -16,13 +23,19 @@ Inputs (validation splits, what the calibrators are fitted on):
   Dirichlet scaling stopped at their 1,000-iteration limit before issue 23.
 
 Reported per input and calibrator: the median CPU time of this process (``time.process_time``,
-one BLAS thread: the cost on one core) over ``--repeats`` fits, the iterations, converged,
-at_bound, and the fit split's NLL after the fit.
+one BLAS thread: the cost on one core) over ``--repeats`` fits (one at K = 1000), the iterations,
+converged, at_bound, the fit split's NLL before (the raw model's) and after the fit (exact, as calibration.csv
+reports it), and ``raised``: the fit NLL above the raw one beyond float64 rounding (never, by docs/method.md
+§2.12). Beside them, per input, ``floor_ms``: one evaluation of matrix scaling's loss and gradient written in
+plain NumPy (the products of N×K by K×K, the softmax), the unit of work of an L-BFGS-B iteration, measured in
+the same run: compare ``ms / floor_ms`` between machines, not the milliseconds.
 
 ``--baseline REV`` also runs the same measurements, in the same run, with the package as it is
-in git revision REV (e.g. 42ee0f0, the L-BFGS-B fits before issue 23), in a child process, and prints both.
+in git revision REV (e.g. HEAD before a change), in a child process, and prints both; inputs of more than
+``--baseline-max-classes`` classes (100) are left out of it, and a baseline fit that runs past
+``--baseline-timeout`` seconds of wall time (300) is stopped and reported as NaN with ``timeout`` set.
 
-    python benchmarks/bench_calibrators.py [--repeats 5] [--baseline REV] [--out CSV]
+    python benchmarks/bench_calibrators.py [--repeats 5] [--classes 10,100,1000] [--baseline REV] [--out CSV]
 """
 
 from __future__ import annotations
@@ -34,6 +47,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # o
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -67,62 +81,104 @@ def network_logits(n: int = 6000, k: int = 10, seed: int = 0) -> tuple[np.ndarra
     return 2.5 * z_true @ mixing.T + rng.normal(0, 0.3, k), y
 
 
-def inputs() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """name → (validation logits, labels); probability inputs as log max(p, PROB_FLOOR)."""
+def inputs(classes: tuple[int, ...], max_classes: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """name → (validation logits, labels); probability inputs as log max(p, PROB_FLOOR). ``classes``: the
+    many-class inputs to include; ``max_classes``: leave out every input with more classes."""
     from trustcal.numerics import floored_log
 
     sys.path.insert(0, str(ROOT / "tests"))
-    import corpus
+    from helpers import corpus
+    from helpers.synthetic import many_class_logits
 
+    found = {}
+    for k in classes:
+        found[f"classes-{k}"] = many_class_logits({10: 6000, 100: 5000, 1000: 25_000}.get(k, 5000), k, seed=1)
     z, y = network_logits()
     p32 = softmax(z).astype(np.float32).astype(np.float64)
     p_votes, y_votes = corpus.vote_fractions(6000, 10, 5, seed=0)
-    found = {"network": (z, y), "network-probs": (floored_log(p32), y), "votes": (floored_log(p_votes), y_votes)}
+    found.update({"network": (z, y), "network-probs": (floored_log(p32), y), "votes": (floored_log(p_votes), y_votes)})
     for classifier in ("forest", "naive_bayes", "logistic", "mlp"):
         m = corpus.train("digits", classifier)
         if classifier in ("forest", "naive_bayes"):
             found[f"digits-{classifier}-probs"] = (floored_log(m.p_val), m.y_val)
         if m.s_val is not None:
             found[f"digits-{classifier}"] = (m.s_val, m.y_val)
-    return found
+    return {name: v for name, v in found.items() if max_classes is None or v[0].shape[1] <= max_classes}
 
 
-def measure(repeats: int) -> list[dict]:
+def floor_ms(z: np.ndarray, y: np.ndarray, repeats: int = 3) -> float:
+    """CPU ms of one loss-and-gradient evaluation of matrix scaling at W = I, b = 0, in plain NumPy."""
+    w = np.eye(z.shape[1])
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        s = z @ w.T
+        s -= s.max(axis=1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=1, keepdims=True)
+        s[np.arange(len(y)), y] -= 1.0
+        _ = s.T @ z
+        times.append(time.process_time() - start)
+    return 1e3 * float(np.median(times))
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout
+
+
+def measure(repeats: int, classes: tuple[int, ...], max_classes: int | None = None, timeout: float = 0) -> list[dict]:
     from threadpoolctl import threadpool_limits
 
     from trustcal.calibration import fit_calibrator
-    from trustcal.numerics import mean_nll
+    from trustcal.numerics import logits_nll
 
+    eps = np.finfo(np.float64).eps
     rows = []
+    if timeout:
+        signal.signal(signal.SIGALRM, _alarm)
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name, (z, y) in inputs().items():
+        for name, (z, y) in inputs(classes, max_classes).items():
+            n, k = z.shape
+            floor, raw = floor_ms(z, y), logits_nll(z, y)
             for method in METHODS:
-                times = []
-                for _ in range(repeats):
-                    start = time.process_time()
-                    cal = fit_calibrator(method, z, y)
-                    times.append(time.process_time() - start)
-                s = cal.summary()
-                detail = [code for code, _ in cal.diagnostics()] if hasattr(cal, "diagnostics") else []
-                rows.append(
-                    dict(
-                        input=name,
-                        n=len(z),
-                        method=method,
+                times, cal = [], None
+                try:
+                    for _ in range(repeats if k < 1000 else 1):
+                        if timeout:
+                            # wall time: a CPU-time timer (ITIMER_PROF) would coarsen process_time to the kernel's tick
+                            signal.setitimer(signal.ITIMER_REAL, timeout)
+                        start = time.process_time()
+                        cal = fit_calibrator(method, z, y)
+                        times.append(time.process_time() - start)
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                except _Timeout:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    cal, times = None, []
+                row = dict(input=name, n=n, k=k, method=method, floor_ms=floor, raw_nll=raw, timeout=cal is None)
+                if cal is not None:
+                    s = cal.summary()
+                    fitted = cal.nll(z, y)
+                    rounding = (k + 2) * eps * (1 + np.abs(z - z.max(axis=1, keepdims=True)).max())
+                    row.update(
                         ms=1e3 * float(np.median(times)),
                         iterations=s["iterations"],
                         converged=s["converged"],
                         at_bound=s["at_bound"],
-                        fit_nll=mean_nll(cal.predict_proba(z), y),
-                        diagnostics=";".join(detail),
+                        fit_nll=fitted,
+                        raised=bool(fitted > raw + rounding),
+                        diagnostics=";".join(code for code, _ in cal.diagnostics()),
                     )
-                )
+                rows.append(row)
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
-def baseline(rev: str, repeats: int) -> pd.DataFrame:
+def baseline(rev: str, repeats: int, classes: tuple[int, ...], max_classes: int, timeout: float) -> pd.DataFrame:
     """The same measurements with workflow/trustcal as in git revision ``rev``, in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
@@ -130,33 +186,46 @@ def baseline(rev: str, repeats: int) -> pd.DataFrame:
         ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "workflow"), BENCH_JSON="1")
-        out = subprocess.run(
-            [sys.executable, __file__, "--repeats", str(repeats), "--json"], env=env, check=True, capture_output=True
-        ).stdout
+        args = ["--repeats", str(repeats), "--classes", ",".join(map(str, classes)), "--json"]
+        args += ["--max-classes", str(max_classes), "--timeout", str(timeout)]
+        out = subprocess.run([sys.executable, __file__, *args], env=env, check=True, capture_output=True).stdout
     return pd.DataFrame(json.loads(out))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--classes", default="10,100,1000", help="the many-class inputs (comma-separated K)")
     parser.add_argument("--baseline", help="git revision to measure too, in the same run (e.g. HEAD)")
+    parser.add_argument("--baseline-max-classes", type=int, default=100)
+    parser.add_argument("--baseline-timeout", type=float, default=300.0, help="wall seconds per baseline fit")
     parser.add_argument("--out", type=Path, help="CSV of the table")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the baseline's child process
+    parser.add_argument("--max-classes", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--timeout", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    classes = tuple(int(c) for c in args.classes.split(",") if c)
     if args.json:
-        print(json.dumps(measure(args.repeats)))
+        print(json.dumps(measure(args.repeats, classes, args.max_classes, args.timeout)))
         return
     sys.path.insert(0, str(ROOT / "workflow"))
-    table = pd.DataFrame(measure(args.repeats))
+    table = pd.DataFrame(measure(args.repeats, classes))
     if args.baseline:
-        before = baseline(args.baseline, args.repeats)
-        table = table.merge(before, on=["input", "n", "method"], suffixes=("", f"_{args.baseline}"))
-    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_rows", 200):
-        print(table.drop(columns=[c for c in table if c.startswith("diagnostics")]).round(4).to_string(index=False))
-        slow = table[table["ms"] > 100]
-        print(f"\nslowest fit: {table['ms'].max():.0f} ms; fits over 100 ms: {len(slow)}")
-        print(f"not converged: {int((~table['converged'].astype(bool)).sum())} of {len(table)}")
+        before = baseline(args.baseline, args.repeats, classes, args.baseline_max_classes, args.baseline_timeout)
+        keep = ["input", "method", "ms", "iterations", "converged", "fit_nll", "timeout"]
+        table = table.merge(before[keep], on=["input", "method"], how="left", suffixes=("", f"_{args.baseline}"))
+    table["per_floor"] = table["ms"] / table["floor_ms"]
+    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_rows", 300):
+        shown = table.drop(columns=[c for c in table if c.startswith("diagnostics")])
+        print(shown.round(4).to_string(index=False))
+        print(
+            f"\nfits that raised the fit NLL: {int(table['raised'].fillna(False).astype(bool).sum())} of {len(table)}"
+        )
+        print(f"not converged: {int((~table['converged'].fillna(True).astype(bool)).sum())} of {len(table)}")
+        for k, group in table.groupby("k"):
+            print(f"K = {k}: slowest fit {group['ms'].max() / 1e3:.1f} s ({group.loc[group['ms'].idxmax(), 'method']})")
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out, index=False)
 
 

@@ -194,7 +194,11 @@ def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Se
             raw=RAW,
         )
         for name, f in found.items():
-            log.warning("%s: [%s] %s.", outputs["scores"], WORSE_ON_TEST, worse_on_test_sentence(name, f))
+            odir = name in ("matrix", "dirichlet")
+            fix = f" For {name}, a stronger ODIR penalty may help (calibration.options.{name}: odir_lambda, odir_mu)."
+            log.warning(
+                "%s: [%s] %s.%s", outputs["scores"], WORSE_ON_TEST, worse_on_test_sentence(name, f), fix if odir else ""
+            )
     if kept is not None:
         write_npz(outputs["paired"], **paired_arrays(kept, settings.bootstrap))
 

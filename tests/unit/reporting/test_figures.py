@@ -18,6 +18,7 @@ from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
 from trustcal.reporting import figures
 from trustcal.reporting.figures import registry
+from trustcal.reporting.figures.style import MANY_LABELS
 from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
 
 EPOCHS = 5
@@ -580,3 +581,56 @@ def test_the_calibrator_figures_say_per_epoch_only_for_a_series(epochs, wanted):
     calibration = pd.DataFrame(dict(epoch=range(1, epochs + 1), calibrator="vector", fit_split="val"))
     note = fitted_note(calibration)
     assert wanted in note and (epochs > 1) == ("per epoch" in note)
+
+
+def test_figures_of_a_1000_class_series_summarise_the_labels_and_print_nothing(tmp_path, capfd):
+    """Three epochs of 1,000 classes (400 test and 400 validation samples each, temperature scaling fitted), assessed
+    with a training history and every figure: each figure's file is written, and nothing reaches stderr (the trust
+    grid and the trust densities drew a colour bar of 1,000 ticks, and matplotlib logged "Locator attempting to
+    generate 1000 ticks" 96 times; the trust spectrum drew 1,000 bars and tick labels). Beyond MANY_LABELS labels,
+    the trust spectrum is each state's per-label values sorted, a line over the labels' ranks with a few ticks; the
+    trust grid and the densities, the median over the labels and the band of 10–90 % of them."""
+    from helpers.synthetic import many_class_logits
+
+    from trustcal.assessment import assess_to_dir
+    from trustcal.assessment.figures import figure_tables
+    from trustcal.predictions import ReadOptions
+    from trustcal.settings import Settings
+
+    k = 1000
+    src = tmp_path / "preds"
+    src.mkdir()
+    for epoch in (1, 2, 3):
+        z, y = many_class_logits(400, k, seed=epoch, overconfidence=1.0 + 0.5 * epoch)
+        z_val, y_val = many_class_logits(400, k, seed=10 + epoch, overconfidence=1.0 + 0.5 * epoch)
+        np.savez(src / f"epoch{epoch:03d}.npz", logits=z, labels=y, val_logits=z_val, val_labels=y_val)
+    pd.DataFrame(dict(epoch=[1, 2, 3], train_loss=[2.0, 1.5, 1.2], val_loss=[2.1, 1.9, 2.0])).to_csv(
+        tmp_path / "history.csv", index=False
+    )
+    capfd.readouterr()
+    a = assess_to_dir(
+        [str(src)],
+        tmp_path / "out",
+        ReadOptions(),
+        Settings(bootstrap=None),
+        history=tmp_path / "history.csv",
+        figures=True,
+        processes=1,
+    )
+    err = capfd.readouterr().err
+    assert "Locator" not in err and "matplotlib" not in err.lower() and "Warning" not in err, err
+    assert {"trust_grid", "trust_spectrum", "trust_density", "reliability"} <= {Path(f).stem for f in a.figures}
+    for name in a.figures:
+        assert (tmp_path / "out" / name).stat().st_size > 10_000, name
+    assert not [w for w in a.warnings if w.code == "figure_skipped"]
+    tables = figure_tables(a)
+    spectrum = figures.draw("trust_spectrum", tables, "t", [])
+    for ax in spectrum.axes:
+        assert not ax.patches and len(ax.get_lines()) == 2  # a line per state, no bars
+        assert len([t for t in ax.get_xticklabels() if t.get_text()]) <= 6
+        ranked = ax.get_lines()[0].get_ydata()
+        assert len(ranked) > MANY_LABELS and (np.diff(ranked) <= 0).all()  # sorted, highest first
+    for name in ("trust_grid", "trust_density"):
+        fig = figures.draw(name, tables, "t", [])
+        assert len(fig.axes) == 6  # no colour bar of the labels
+        assert all(len(ax.get_lines()) == 1 and len(ax.collections) == 1 for ax in fig.axes)  # median, band

@@ -10,6 +10,9 @@ The last three minimise the mean NLL (plus ODIR's penalty), a convex function, i
 by projected Newton steps with the analytic gradient and Hessian (Bertsekas 1982),
 starting at the identity map (w = 1 or W = I, b = 0), so an already calibrated input
 stays put; after NEWTON_MAX_ITER steps without converging, SciPy's L-BFGS-B finishes.
+Beyond ``newton_max_parameters`` parameters (matrix and Dirichlet scaling past K = 20, vector
+scaling past K = 1000), where the Hessian costs more than it saves, L-BFGS-B runs alone from
+the same start, its default iteration limit also bounded by MAX_WORK operations.
 Every scale (w_k, W_kk) is bounded to [1/t_max, 1/t_min], the temperature search
 interval read as a per-class inverse temperature. The fit runs on standardised
 features and drops the directions the softmax cannot see (both explained in

@@ -26,7 +26,9 @@ from trustcal.reporting.figures.style import (
     DENSITY_FLOOR,
     FULL_WIDTH,
     LABEL_NAMES,
+    MANY_LABELS,
     STATE_COLOURS,
+    across_labels,
     chosen_columns,
     chosen_epochs,
     figure_legend,
@@ -223,10 +225,13 @@ def trust_spectrum(
     scores: pd.DataFrame | None = None,
 ) -> plt.Figure:
     """Trust spectrum T(z) per label (Wong et al.), first / best / last epoch, before vs after;
-    bars: the mean over seeds, whiskers ± one sd."""
+    bars: the mean over seeds, whiskers ± one sd. Beyond ``MANY_LABELS`` labels, each state's per-label
+    values (mean over seeds) sorted from the highest as a line over the labels' ranks, a few ticks."""
     chosen = chosen_epochs(history)
     test = select_chosen(with_state(spectrum[spectrum["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
+    if test["label"].nunique() > MANY_LABELS:
+        return _sorted_spectrum(test, chosen, title, paths, scores)
     nts = None
     if scores is not None:
         s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
@@ -266,14 +271,54 @@ def trust_spectrum(
     return save(fig, paths)
 
 
+def _sorted_spectrum(
+    test: pd.DataFrame, chosen: pd.DataFrame, title: str, paths: Sequence[str | Path], scores: pd.DataFrame | None
+) -> plt.Figure:
+    """The trust spectrum of many labels: per state, T(z) of every label (mean over seeds) sorted from the
+    highest, against the label's rank; labels without a test sample (T undefined) left out."""
+    nts = None
+    if scores is not None:
+        s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
+        nts = s.groupby(["which", "state"])["net_trust_score"].mean()
+    columns, states = chosen_columns(chosen), states_of(test)
+    size = (COLUMN_WIDTH + 0.6, 2.6) if len(columns) == 1 else None
+    fig, axes = new_figure("trust_spectrum", size=size, ncols=len(columns), sharey=True, squeeze=False)
+    k, ranked = test["label"].nunique(), 1
+    for ax, (which, which_title) in zip(axes[0], columns):
+        d = _mean_sd(test[test["which"] == which], ["state", "label"], "trust")
+        for state in states:
+            values = d.loc[d["state"] == state, "mean"].to_numpy(dtype=float)
+            values = np.sort(values[~np.isnan(values)])[::-1]
+            ax.plot(np.arange(1, len(values) + 1), values, color=STATE_COLOURS[state], linewidth=1.1)
+            ranked = max(ranked, len(values))
+        head = [which_title] if which_title else []
+        if nts is not None:
+            head.append("NTS " + " → ".join(f"{nts.get((which, s), np.nan):.3f}" for s in states))
+        ax.set_title("\n".join(head), fontsize=7.5)
+        ax.set_ylim(0, 1.0)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5, integer=True, min_n_ticks=2))
+        ax.set_xlabel("Label rank (by T(z), highest first)")
+        ax.set_ylabel("Trust spectrum T(z)" if which == columns[0][0] else "")
+    for ax in axes[0]:
+        ax.set_xlim(1, max(ranked, 2))
+    unseen = f"{k - ranked} of the {k} labels have no test sample (T undefined)" if ranked < k else ""
+    fig.suptitle(heading(title, f"trust spectrum on the test set, {ranked} labels sorted"))
+    handles = [Line2D([], [], color=STATE_COLOURS[s], linewidth=1.1, label=s) for s in states]
+    figure_legend(fig, handles, "; ".join(note for note in (seed_note(test), unseen) if note))
+    return save(fig, paths)
+
+
 def trust_density(
     density: pd.DataFrame, history: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None
 ) -> plt.Figure:
     """Trust density per label (Wong et al. §2.2), rows first / best / last epoch, columns before / after;
-    lines: the mean over seeds, bands: their range (a ± sd band would cross 0 on the log axis)."""
+    lines: the mean over seeds, bands: their range (a ± sd band would cross 0 on the log axis). Beyond
+    ``MANY_LABELS`` labels, the median over the labels of each label's density (mean over seeds) and the band
+    of 10–90 % of them, in the state's colour, instead of a line per label."""
     chosen = chosen_epochs(history)
     test = select_chosen(with_state(density[density["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
+    many = test["label"].nunique() > MANY_LABELS
     k = label_count(test["label"])
     palette = label_colours(k)
     columns, states, seeds = chosen_columns(chosen), states_of(test), n_seeds(test)
@@ -285,8 +330,15 @@ def trust_density(
         for c, state in enumerate(states):
             ax = axes[r, c]
             d = test[(test["which"] == which) & (test["state"] == state)]
+            if many:
+                per_label = d.groupby(["label", "trust"], sort=True)["density"].mean().unstack("trust")
+                lo, mid, hi = across_labels(per_label)
+                grid = per_label.columns.to_numpy(dtype=float)
+                colour = STATE_COLOURS[state]
+                ax.fill_between(grid, lo, hi, color=colour, alpha=0.25, linewidth=0)
+                ax.plot(grid, mid, color=colour, linewidth=1.1)
             g = d.groupby(["label", "trust"], sort=True)["density"].agg(["mean", "min", "max"]).reset_index()
-            for label, rows in g.groupby("label"):
+            for label, rows in g.groupby("label") if not many else ():
                 colour = palette[int(label)]
                 ax.plot(rows["trust"], rows["mean"], color=colour, linewidth=0.9)
                 if seeds > 1:
@@ -298,7 +350,16 @@ def trust_density(
             ax.set_title(f"{which_title} · {state}" if which_title else state, fontsize=7.5)
             ax.set_ylabel("density" if c == 0 else "")
             ax.set_xlabel("")
-    fig.supxlabel("Question-answer trust Q (confidence C if the prediction is right, 1 − C if wrong)", fontsize=8)
+    narrow = "\n" if len(states) == 1 else " "  # one column: the label on two lines, within the figure
+    fig.supxlabel(
+        f"Question-answer trust Q{narrow}(confidence C if the prediction is right, 1 − C if wrong)", fontsize=8
+    )
+    if many:  # no colour per label: the band and the line are said in the title
+        labels = test["label"].nunique()
+        each = f", each the mean over {seeds} seeds" if seeds > 1 else ""
+        note = f"median and 10–90 % band of the {labels} labels{each}; log scale"
+        fig.suptitle(heading(title, f"trust densities across labels on the test set\n({note})"))
+        return save(fig, paths)
     label_colourbar(fig, axes, k, dataset, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01)
     note = f"mean and range over {seeds} seeds; log scale" if seeds > 1 else "log scale"
     fig.suptitle(heading(title, f"trust densities per label on the test set ({note})"))

@@ -20,14 +20,17 @@ from trustcal.reporting.figures.style import (
     DASHED,
     FULL_WIDTH,
     LABEL_NAMES,
+    MANY_LABELS,
     SET_COLOURS,
     STATE_COLOURS,
+    across_labels,
     class_rows,
     errorbar,
     figure_legend,
     fit_splits,
     heading,
     integer_epochs,
+    label_band_handles,
     label_colourbar,
     label_colours,
     label_count,
@@ -61,9 +64,12 @@ def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dat
     """Paper Figures 1/2 as small multiples: a row per label, columns b/d/u, in each panel the label before
     (vermillion) and after (blue) calibration, mean over seeds ± sd; the y axis shared down each column, so
     that labels compare by height. Beyond ``SMALL_MULTIPLES`` labels, the paper's own layout (rows
-    before/after, a line per label in its viridis shade, a colour bar)."""
+    before/after, a line per label in its viridis shade, a colour bar); beyond ``MANY_LABELS``, that layout
+    with the median over the labels and the band of 10–90 % of them instead of a line per label."""
     per_label = with_state(class_rows(trust))
     k = label_count(per_label["label"])
+    if per_label["label"].nunique() > MANY_LABELS:
+        return _trust_grid_across_labels(per_label, title, paths)
     if k > SMALL_MULTIPLES:
         return _trust_grid_lines(per_label, k, title, paths, dataset)
     names = LABEL_NAMES.get(dataset or "")
@@ -129,6 +135,35 @@ def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, datase
         plain_numbers(ax)
     label_colourbar(fig, axes, k, dataset, shrink=0.85, pad=0.01)
     fig.suptitle(heading(title, f"trust opinion per label on the test set ({seed_note(per_label)})"))
+    return save(fig, paths)
+
+
+def _trust_grid_across_labels(per_label: pd.DataFrame, title: str, paths) -> plt.Figure:
+    """The trust grid of many labels: rows before/after, columns b/d/u, per epoch the median over the labels of
+    each label's opinion (mean over seeds) and the band of 10–90 % of the labels, in the state's colour."""
+    states = states_of(per_label)
+    labels = per_label["label"].nunique()
+    fig, axes = new_figure(
+        "trust_grid", size=trust_grid_size(labels), nrows=len(states), ncols=3, sharex=True, sharey="col", squeeze=False
+    )
+    for row, state in enumerate(states):
+        sub = per_label[per_label["state"] == state]
+        colour = STATE_COLOURS[state]
+        for col, (component, name) in enumerate(COMPONENTS):
+            ax = axes[row, col]
+            values = sub.groupby(["label", "epoch"], sort=True)[component].mean().unstack("epoch")
+            lo, mid, hi = across_labels(values)
+            epochs = values.columns.to_numpy()
+            ax.fill_between(epochs, lo, hi, color=colour, alpha=0.25, linewidth=0)
+            ax.plot(epochs, mid, color=colour, linewidth=1.1)
+            ax.set_title(name if row == 0 else "")
+            ax.set_xlabel("Epoch" if row == len(states) - 1 else "")
+            ax.set_ylabel(f"{state}\n{component} (opinion mass)" if col == 0 else f"{component} (opinion mass)")
+            integer_epochs(ax)
+    for ax in axes[:, 2]:
+        plain_numbers(ax)
+    fig.suptitle(heading(title, f"trust opinion across {labels} labels on the test set ({seed_note(per_label)})"))
+    figure_legend(fig, label_band_handles(), "")
     return save(fig, paths)
 
 

@@ -13,6 +13,7 @@ panels, has its own sizes, set where it is drawn). seaborn's theme is written ou
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -68,6 +69,11 @@ WHICH = ("first", "best", "last")
 WHICH_TITLES = {"first": "First epoch", "best": "Best validation loss", "last": "Last epoch"}
 DASHED = (4, 2)
 DENSITY_FLOOR = 1e-2  # lower y limit of the log-scale trust densities
+# Above this many labels the per-label figures (trust grid, trust spectrum, trust densities) show summaries
+# across the labels instead of one mark per label: a bar, a line or a tick label per class is unreadable
+# at 100 classes and beyond, and a tick per class exceeds matplotlib's tick limit (its warnings on stderr).
+MANY_LABELS = 30
+LABEL_QUANTILES = (0.1, 0.5, 0.9)  # the band and the line of those summaries: 10 % and 90 % of the labels, median
 
 
 # seaborn's theme (context "paper", style "whitegrid", palette "deep"; seaborn 0.13), written out so that
@@ -238,13 +244,39 @@ def label_colourbar(fig: plt.Figure, axes, n_labels: int, dataset: str | None = 
     colours = label_colours(n_labels)
     cmap = matplotlib.colors.ListedColormap([colours[z] for z in range(n_labels)])
     norm = matplotlib.colors.BoundaryNorm(np.arange(n_labels + 1) - 0.5, n_labels)
-    cbar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, ticks=range(n_labels), **kw)
+    cbar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, **kw)
+    if n_labels <= MANY_LABELS:  # a tick per label; beyond, a few (a tick per class is unreadable)
+        cbar.set_ticks(range(n_labels))
+    else:
+        cbar.ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(6, integer=True))
     names = LABEL_NAMES.get(dataset or "")
     if names and len(names) == n_labels:
         cbar.ax.set_yticklabels([f"{z} {n}" for z, n in enumerate(names)])
     cbar.ax.tick_params(labelsize=6.5, length=0)
     cbar.set_label("Label")
     cbar.outline.set_linewidth(0.4)
+
+
+def across_labels(values: pd.DataFrame) -> np.ndarray:
+    """The quantiles :data:`LABEL_QUANTILES` of each column of ``values`` (a row per label), 3 × columns; NaN
+    entries (a label without test samples) left out, a column of NaN only gives NaN (and no warning)."""
+    v = values.to_numpy(dtype=float)
+    if not len(v):
+        return np.full((len(LABEL_QUANTILES), v.shape[1]), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice encountered"
+        return np.nanquantile(v, LABEL_QUANTILES, axis=0)
+
+
+def label_band_handles(colour: str = "0.35", what: str = "labels") -> list:
+    """Legend entries of the summaries across labels (:func:`across_labels`)."""
+    from matplotlib.patches import Patch
+
+    lo, _, hi = (round(100 * q) for q in LABEL_QUANTILES)
+    return [
+        Line2D([], [], color=colour, linewidth=1.1, label=f"median over the {what}"),
+        Patch(color=colour, alpha=0.25, linewidth=0, label=f"{lo}–{hi} % of the {what}"),
+    ]
 
 
 def state_handles() -> list:
