@@ -1,9 +1,31 @@
-"""Training-speed benchmark: the naive DataLoader loop, the engine with one seed, five seeds together.
+"""Training-speed benchmark: the naive DataLoader loop, the engine with one seed, five seeds together; and,
+with ``--networks``, the seconds per epoch of every registered network.
 
 Usage (from the repository root, after `make test` or `make reproduce` made .venv):
 
     .venv/bin/python benchmarks/bench_training.py               # both models, all variants
     .venv/bin/python benchmarks/bench_training.py --models mnist --steps 300
+    .venv/bin/python benchmarks/bench_training.py --networks    # every registered network (~5 minutes)
+
+``--networks`` times, each in its own process on 2 threads and on 1 (``--network-threads``), the training
+loop the workflow
+runs for every network of trustcal.registry.NETWORKS on CIFAR-shaped (3×32×32) and MNIST-shaped
+(1×28×28) synthetic data: the paper's two networks with the paper's recipe (Adam, batch 32) in the stacked
+engine, and the paper's CNN (and MLP) in the plain loop as well, as the baseline of the same run; LeNet-5,
+ResNet-20 and WRN-16-4 with the ``sgd`` recipe (batch 128, Nesterov SGD, cosine schedule, crops, flips,
+normalisation) in the plain loop (trustcal.training.loop.train_plain_epoch: the same code as a run), LeNet-5
+and ResNet-20 with the paper's recipe (batch 32) too. A number of steps is timed after a few warm-up ones
+(MLP 100, paper CNN 30, LeNet-5 20, ResNet-20 6, WRN-16-4 2, or ``--steps``; fewer once ``--budget``
+seconds (4) have passed: the ``steps`` column says how many), the
+epoch's reordering of the data timed once, and the validation forward pass (evaluation mode, batches of 256)
+timed on 256 images; each is extrapolated to an
+epoch of 45,000 training and 5,000 validation images (the unit of registry.NetworkSpec.minutes_per_epoch),
+in wall time and in the process's CPU time (all its threads: on a machine shared with other jobs the wall
+time measures the share the scheduler gives, the CPU time the work; on an idle node with these threads an
+epoch's wall time is at most its CPU time). One thread shares nothing with another of its process: on a
+busy machine its time is the least disturbed, and on an idle node it bounds the time of two (the runtime
+requests of registry.NETWORKS rest on it). A run past ``--timeout`` seconds (60) is stopped and reported as
+timed out. Results: a table, and benchmarks/results/training_networks.csv.
 
 Every variant runs in its own process (so peak memory is its own) on the same
 synthetic data with the paper's shapes (MNIST 54,000 × 1×28×28; CIFAR-10
@@ -269,6 +291,210 @@ def run_variant(variant: str, model: str, steps: int, threads: int) -> dict:
     )
 
 
+# --networks: (network, image shape, recipe, engine, timed steps)
+EPOCH_TRAIN, EPOCH_VAL = 45_000, 5_000  # an epoch of registry.NetworkSpec.minutes_per_epoch
+SHAPES = {"cifar": (3, 32, 32), "mnist": (1, 28, 28)}
+NETWORK_RUNS = [
+    ("paper_mlp", "mnist", "paper", "stacked", 100),
+    ("paper_mlp", "mnist", "paper", "plain", 100),
+    ("paper_mlp", "cifar", "paper", "stacked", 100),
+    ("paper_cnn", "cifar", "paper", "stacked", 30),
+    ("paper_cnn", "cifar", "paper", "plain", 30),
+    ("paper_cnn", "mnist", "paper", "stacked", 30),
+    ("lenet5", "cifar", "sgd", "plain", 20),
+    ("lenet5", "mnist", "sgd", "plain", 20),
+    ("lenet5", "mnist", "paper", "plain", 20),
+    ("resnet20", "cifar", "sgd", "plain", 6),
+    ("resnet20", "mnist", "sgd", "plain", 6),
+    ("resnet20", "cifar", "paper", "plain", 6),
+    ("wrn16_4", "cifar", "sgd", "plain", 2),
+    ("wrn16_4", "mnist", "sgd", "plain", 2),
+]
+
+
+def run_network(
+    network: str, shape_name: str, recipe_name: str, engine: str, steps: int, threads: int, budget: float
+) -> dict:
+    """Seconds per epoch of ``network`` on synthetic images of ``shape_name``'s shape in ``engine`` (one process).
+
+    The timed steps are those of trustcal.training.loop.train_epoch (stacked) or train_plain_epoch (plain),
+    one after the other on the epoch's order: the batch converted to float (and augmented), the trainer's
+    step; ``steps`` of them, or fewer once ``budget`` seconds have passed (at least one).
+    """
+    import numpy as np
+    import torch
+
+    from trustcal import registry
+    from trustcal.training.engine import (
+        StackedTrainer,
+        augment_batch,
+        draw_augmentation,
+        flush_denormals_in_this_process,
+        flushed_denormals,
+        keep_freed_memory_in_process,
+    )
+    from trustcal.training.loop import (
+        AUGMENT_STREAM,
+        complete_config,
+        epoch_order,
+        plain_model,
+        plain_trainer,
+        setup_config,
+        stream_seed,
+    )
+
+    flush_denormals_in_this_process()  # as the training script does, before any parallel op
+    keep_freed_memory_in_process()
+    torch.set_num_threads(threads)
+    shape = SHAPES[shape_name]
+    n = 4096  # images in memory: a timed step reads a batch, the epoch's reordering is scaled to 45,000
+    rng = np.random.default_rng(0)
+    data = dict(
+        x_train=rng.integers(0, 256, (n, *shape), dtype=np.uint8),
+        y_train=rng.integers(0, 10, n).astype(np.int64),
+        x_val=rng.integers(0, 256, (256, *shape), dtype=np.uint8),
+        y_val=rng.integers(0, 10, 256).astype(np.int64),
+    )
+    dataset = "cifar10" if shape_name == "cifar" else "mnist"
+    setup = registry.Setup("bench", registry.DATASETS[dataset], network, (), registry.RECIPES[recipe_name])
+    cfg = complete_config(setup_config(setup, 0, 1, device="cpu", threads=threads), data)
+    if engine == "stacked" and not cfg.stacked:
+        raise SystemExit(f"{network} with the {recipe_name} recipe has no stacked form")
+    bs = cfg.batch_size
+    x, y = torch.from_numpy(data["x_train"]), torch.from_numpy(data["y_train"])
+    x_val = torch.from_numpy(data["x_val"])
+    torch.manual_seed(0)
+    model = plain_model(cfg, data["x_train"])
+    shuffle, augment_rng = (
+        torch.Generator().manual_seed(0),
+        torch.Generator().manual_seed(stream_seed(0, AUGMENT_STREAM)),
+    )
+
+    def timed(f):  # (wall, CPU) seconds of f()
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = f()
+        return time.perf_counter() - wall, time.process_time() - cpu, out
+
+    if engine == "stacked":
+        trainer = StackedTrainer(
+            model, [model.state_dict()], torch.device("cpu"), cfg.learning_rate, cfg.betas, cfg.eps
+        )
+        t_order, c_order, (xs, ys) = timed(lambda: epoch_order(x, y, [shuffle]))
+
+        def step(i):
+            yb = ys[:, i : i + bs]
+            loss, logits = trainer.step(xs[:, i : i + bs].float().div_(255), yb)
+            return loss.sum() + (logits.argmax(2) == yb).sum()  # the epoch's running sums
+    else:  # the schedule spans an epoch of 45,000 images
+        trainer = plain_trainer(cfg, model, torch.device("cpu"), EPOCH_TRAIN)
+
+        def order():  # what train_plain_epoch does once an epoch: the order, the augmentation's draws
+            perm = torch.randperm(n, generator=shuffle)
+            return x[perm], y[perm], draw_augmentation(n, shape[1:], cfg.augment, augment_rng)
+
+        t_order, c_order, (xs, ys, draws) = timed(order)
+
+        def step(i):
+            xb, yb = xs[i : i + bs].float().div_(255), ys[i : i + bs]
+            if draws:
+                xb = augment_batch(xb, {k: v[i : i + bs] for k, v in draws.items()})
+            loss, logits = trainer.step(xb, yb)
+            return loss + (logits.argmax(1) == yb).sum()
+
+    warmup = 1 if network == "wrn16_4" or threads > 1 else 2
+    with flushed_denormals():
+        for k in range(warmup):
+            step(k * bs)
+        done = t_run = c_run = 0.0
+        while done < steps and (done == 0 or t_run < budget):
+            at = ((warmup + int(done)) * bs) % (n - bs)
+            w, c, _ = timed(lambda at=at: step(at))
+            done, t_run, c_run = done + 1, t_run + w, c_run + c
+        trainer.logits(x_val[:32])
+        t_val, c_val, _ = timed(lambda: trainer.logits(x_val))
+    scale, val_scale = EPOCH_TRAIN / n, EPOCH_VAL / len(x_val)  # the reordering scales with the epoch's images
+    steps_per_epoch = math.ceil(EPOCH_TRAIN / bs)
+    train_s = t_run / done * steps_per_epoch + t_order * scale
+    cpu_s = c_run / done * steps_per_epoch + c_order * scale + c_val * val_scale
+    return dict(
+        network=network,
+        data=shape_name,
+        recipe=recipe_name,
+        engine=engine,
+        batch=bs,
+        steps=int(done),
+        threads=threads,
+        ms_per_step=t_run / done * 1e3,
+        train_s=train_s,
+        val_s=t_val * val_scale,
+        s_per_epoch=train_s + t_val * val_scale,
+        cpu_s_per_epoch=cpu_s,
+        peak_mem_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+
+
+def networks_main(args) -> None:
+    """``--networks``: every run of NETWORK_RUNS in its own process; a table and training_networks.csv."""
+    import pandas as pd
+
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, threads {args.network_threads}; "
+        f"an epoch = {EPOCH_TRAIN:,} training + {EPOCH_VAL:,} validation images",
+        flush=True,
+    )
+    rows = []
+    runs = [(r, t) for t in args.network_threads for r in NETWORK_RUNS if not args.only or r[0] in args.only]
+    for (network, shape, recipe, engine, steps), threads in runs:
+        spec = f"{network}:{shape}:{recipe}:{engine}:{args.steps or steps}"
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child-network",
+            spec,
+            "--threads",
+            str(threads),
+            "--budget",
+            str(args.budget),
+        ]
+        t = time.perf_counter()
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=args.timeout).stdout
+        except subprocess.TimeoutExpired:
+            print(f"{threads} thr {network:10s} {shape:6s} {recipe:6s} {engine:8s} timed out after {args.timeout} s")
+            rows.append(
+                dict(network=network, data=shape, recipe=recipe, engine=engine, threads=threads, timed_out=True)
+            )
+            continue
+        row = json.loads(out.strip().splitlines()[-1])
+        row["wall_s"] = time.perf_counter() - t
+        rows.append(row)
+        print(
+            f"{threads} thr {network:10s} {shape:6s} {recipe:6s} {engine:8s} batch {row['batch']:4d}  "
+            f"{row['steps']:4d} steps "
+            f"{row['ms_per_step']:8.1f} ms/step  {row['s_per_epoch']:8.1f} s/epoch ({row['train_s']:.1f} + "
+            f"{row['val_s']:.1f} val)  CPU {row['cpu_s_per_epoch']:8.1f} s/epoch  peak {row['peak_mem_mb']:5.0f} MB",
+            flush=True,
+        )
+    df = pd.DataFrame(rows)
+    if "s_per_epoch" not in df:
+        df["s_per_epoch"] = math.nan
+    t = df.set_index(["threads", "network", "data", "engine"])["s_per_epoch"].dropna()
+    for threads in args.network_threads:
+        for net in ("paper_cnn", "paper_mlp"):
+            data = "cifar" if net == "paper_cnn" else "mnist"
+            if (threads, net, data, "stacked") in t.index and (threads, net, data, "plain") in t.index:
+                ratio = t[(threads, net, data, "plain")] / t[(threads, net, data, "stacked")]
+                print(f"{threads} thread(s), {net}: plain loop / stacked engine, seconds per epoch = {ratio:.2f}")
+    print("minutes per epoch of 45,000 images, the slowest run of each network (wall, fewest threads measured):")
+    basis = df[(df["threads"] == min(args.network_threads)) & df["s_per_epoch"].notna()]
+    for net, g in basis.groupby("network", sort=False):
+        print(f"  {net:10s} {g['s_per_epoch'].max() / 60:6.2f}")
+    out = Path(args.out).with_name("training_networks.csv")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out, index=False)
+    print(f"written {out}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["mnist", "cifar10"], choices=list(SIZES))
@@ -276,12 +502,25 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=0, help="timed steps per variant (default: 400 MLP, 60 CNN)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out", default=str(HERE / "results" / "training.csv"))
+    ap.add_argument("--networks", action="store_true", help="seconds per epoch of every registered network")
+    ap.add_argument("--only", nargs="+", default=(), help="with --networks: these networks only")
+    ap.add_argument("--network-threads", nargs="+", type=int, default=[2, 1], help="with --networks: thread counts")
+    ap.add_argument("--budget", type=float, default=4.0, help="with --networks: seconds of timed steps at most")
+    ap.add_argument("--timeout", type=float, default=60.0, help="with --networks: seconds a run may take at most")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-network", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.child:  # one variant in this process; print its JSON
         variant, model = args.child.split(":")
         print(json.dumps(run_variant(variant, model, args.steps, args.threads)))
+        return
+    if args.child_network:  # one network run in this process; print its JSON
+        network, shape, recipe, engine, steps = args.child_network.split(":")
+        print(json.dumps(run_network(network, shape, recipe, engine, int(steps), args.threads, args.budget)))
+        return
+    if args.networks:
+        networks_main(args)
         return
 
     import pandas as pd

@@ -1,4 +1,5 @@
-"""Shared by the training tests (test_train.py, test_engine.py): data splits and float32 tolerances."""
+"""Shared by the training tests (test_loop.py, test_engine.py, test_networks.py, test_recipes.py): data splits,
+float32 tolerances, a user's network package."""
 
 import math
 
@@ -52,3 +53,34 @@ def overwrite_member_start(path, suffix, n_bytes=16):
         name_len, extra_len = (int.from_bytes(fh.read(2), "little") for _ in range(2))
         fh.seek(info.header_offset + 30 + name_len + extra_len)
         fh.write(b"\xff" * n_bytes)
+
+
+def image_splits(shape, n_train=64, n_val=32, n_test=32, classes=10):
+    """Train/validation/test arrays of the synthetic classes in any image ``shape`` (C, H, W)."""
+    x, y = class_images(n_train + n_val, shape, seed=0, classes=classes)
+    xt, yt = class_images(n_test, shape, seed=1, classes=classes)
+    return dict(x_train=x[:n_train], y_train=y[:n_train], x_val=x[n_train:], y_val=y[n_train:], x_test=xt, y_test=yt)
+
+
+USER_PACKAGE = "mynets"  # the package of a user's networks in the tests: tmp_path/mynets/<module>.py
+
+
+def write_user_module(root, module, source):
+    """``root/mynets/<module>.py`` holding ``source`` (an import path ``mynets.<module>:Class`` once ``root`` is
+    on sys.path)."""
+    import textwrap
+    from pathlib import Path
+
+    package = Path(root) / USER_PACKAGE
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").touch()
+    (package / f"{module}.py").write_text(textwrap.dedent(source))
+    return f"{USER_PACKAGE}.{module}"
+
+
+def forget_user_package():
+    """Drop the user's package from sys.modules (each test writes its own)."""
+    import sys
+
+    for name in [m for m in sys.modules if m == USER_PACKAGE or m.startswith(f"{USER_PACKAGE}.")]:
+        del sys.modules[name]

@@ -25,7 +25,9 @@ def make_workdir(path: Path, n_train=240, n_test=80, **config) -> Path:
     return path
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, check: bool = True, timeout: int = 600, env: dict | None = None
+) -> subprocess.CompletedProcess:
     cmd = [
         sys.executable,
         "-m",
@@ -38,7 +40,7 @@ def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 600)
         "2",
         *args,
     ]
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc

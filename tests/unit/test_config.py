@@ -46,7 +46,12 @@ def test_defaults_are_filled_and_scalars_become_lists():
 @pytest.mark.parametrize(
     "override,message",
     [
-        ({"datasets": ["imagenet"]}, "key 'datasets.0' is 'imagenet'; allowed values: mnist, cifar10"),
+        ({"datasets": ["imagenet"]}, "datasets: 'imagenet' is neither a registered dataset (mnist, fashion_mnist"),
+        ({"datasets": ["../x"]}, "key 'datasets.0' is '../x'"),
+        (
+            {"seeds": {"mnist": [0], "cifar10": [0], "cifar": [1]}},
+            "key 'seeds' has an entry for 'cifar', which is no registered dataset",
+        ),
         ({"epochs": 0}, "key 'epochs' is 0; it must be ≥ 1"),
         ({"clusters": -1}, "key 'clusters' is -1; it must be ≥ 1"),
         ({"epohcs": 3}, "unknown key 'epohcs' (did you mean 'epochs'?)"),
@@ -332,3 +337,53 @@ def test_the_workflow_names_the_line_and_column_of_a_config_yaml_that_is_not_yam
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "config.yaml: not valid YAML at line 3, column 9: " in out, out
+
+
+def test_a_setup_names_its_dataset_network_and_recipe(paper):
+    """A run under setups: resolves to its dataset, network and recipe; checksums are keyed by the dataset the
+    run reads, seeds by the run; the top-level batch_size and learning_rate make the recipe of a run that names none."""
+    from trustcal.config import run_setups, setup_of, setup_params
+
+    config = {
+        **paper,
+        "datasets": ["cifar10", "c10_resnet"],
+        "setups": {
+            "c10_resnet": {
+                "dataset": "cifar10",
+                "network": "resnet20",
+                "recipe": {"preset": "sgd", "learning_rate": 0.05},
+            }
+        },
+        "seeds": {"cifar10": [0], "c10_resnet": [0, 1, 2]},
+        "verify_checksums": {"cifar10": False},
+        "learning_rate": 0.002,
+    }
+    cfg = validate_config(config)
+    setups = run_setups(cfg)
+    assert setups["cifar10"].is_paper and setups["cifar10"].recipe.learning_rate == 0.002
+    resnet = setups["c10_resnet"]
+    assert (resnet.dataset.name, resnet.network, resnet.title) == ("cifar10", "resnet20", "CIFAR-10 (ResNet-20)")
+    assert resnet.recipe.optimizer == "sgd" and resnet.recipe.learning_rate == 0.05 and not resnet.is_paper
+    assert (
+        setup_of(setup_params(cfg, "c10_resnet")) == resnet
+        and setup_of(setup_params(cfg, "cifar10")) == setups["cifar10"]
+    )
+
+
+@pytest.mark.parametrize(
+    "setup,message",
+    [
+        ({"dataset": "imagenet"}, "setups: mine: unknown dataset 'imagenet'"),
+        ({"dataset": "cifar10", "network": "resnet 20"}, "unknown network 'resnet 20'; use one of paper_mlp"),
+        ({"dataset": "cifar10", "recipe": "adamw"}, "unknown recipe 'adamw'; use one of paper, sgd"),
+        ({"dataset": "cifar10", "recipe": {"optimizer": "rmsprop"}}, "optimizer 'rmsprop': use one of adam, sgd"),
+        ({"dataset": "cifar10", "recipe": {"lr": 0.1}}, "unknown recipe field(s) lr"),
+        ({"dataset": {"kind": "folder", "path": "x"}}, "a dataset of your own needs kind: imagefolder or npz"),
+        ({"dataset": {"kind": "npz"}}, "a dataset of kind npz needs path:"),
+        ({"dataset": "cifar10", "nework": "resnet20"}, "unknown field(s) nework"),
+    ],
+)
+def test_a_bad_setup_is_one_line_naming_it_and_the_fix(paper, setup, message):
+    with pytest.raises(ConfigError) as err:
+        validate_config({**paper, "datasets": ["mine"], "setups": {"mine": setup}})
+    assert message in str(err.value) and str(err.value).count("\n") == 1, str(err.value)

@@ -15,6 +15,7 @@ PACKAGE = REPO / "workflow" / "trustcal"
 # __version__) may be imported from anywhere.
 RANK = {
     "errors": 0,
+    "registry": 0.5,  # facts only: every layer that names a dataset or network reads it
     "files": 1,
     "config": 1,
     "codedigest": 1,

@@ -132,6 +132,19 @@ def test_cost_lines_rank_rules_and_compare_training(hand_run):
         lines[-1]
         == "Job wall time of training (`train`): 6 min 40 s; of every other rule: 26.5 s (0.07 × the training)."
     )
+    # the train jobs' 400 s against epochs that took 800 s (≤ 2×): the jobs trained, the same line
+    assert cost_lines(cost_summary(read_costs(hand_run / "results")), 800.0)[-1] == lines[-1]
+
+
+def test_cost_lines_compare_with_the_epochs_when_training_resumed(hand_run):
+    """A run continued by a later invocation: its train jobs resumed from checkpoints (400 s of job wall time
+    against 4,000 s of epochs in the histories), so the rest (26.5 s) is compared with the epochs' seconds."""
+    line = cost_lines(cost_summary(read_costs(hand_run / "results")), 4000.0)[-1]
+    assert line == (
+        "Job wall time of training (`train`): 6 min 40 s in the last invocation, whose train jobs resumed from "
+        "checkpoints that earlier invocations wrote; the epochs' own seconds in every seed's history.csv: "
+        "1 h 07 min. Job wall time of every other rule: 26.5 s (0.01 × the epochs' training time)."
+    )
 
 
 @pytest.mark.parametrize(

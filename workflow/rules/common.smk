@@ -14,8 +14,11 @@ from pathlib import Path
 from trustcal.config import (
     ConfigError,
     config_source,
+    data_entries,
     load_schema,
     per_dataset,
+    run_setups,
+    setup_params,
     validate_config,
 )
 from trustcal.codedigest import stage_digest
@@ -88,8 +91,39 @@ onstart:
     check_outputs_writable()
 
 
-DATASETS = config["datasets"]
-SEEDS = {ds: per_dataset(config, "seeds", ds) for ds in DATASETS}  # dataset → its seeds
+DATASETS = config["datasets"]  # the runs: results/{dataset}/seed{seed}/
+SEEDS = {ds: per_dataset(config, "seeds", ds) for ds in DATASETS}  # run → its seeds
+# run → its dataset, network and recipe (trustcal.registry.Setup)
+SETUPS = run_setups(config)
+# the datasets the runs read (results/data/{dataset}/) → their registered name or a user's description
+DATA = data_entries(config)
+
+
+def data_file(name):
+    """A file of the dataset run `w.dataset` reads (an input function): results/data/<its dataset>/`name`."""
+    return lambda w: f"results/data/{SETUPS[w.dataset].dataset.name}/{name}"
+
+
+def user_data(wildcards):
+    """A dataset of the user's own (a setup's `dataset: {kind, path}`): its folder or file, so that
+    replacing it reruns what reads it; nothing for a registered dataset."""
+    entry = DATA.get(wildcards.dataset)
+    return [entry["path"]] if isinstance(entry, dict) else []
+
+
+def user_classes(wildcards):
+    """The splits of a run on a dataset of the user's own, whose class names they hold (the figures read
+    them); nothing for a registered dataset, whose names are in the registry."""
+    name = SETUPS[wildcards.dataset].dataset.name
+    return (
+        [f"results/data/{name}/splits.npz"] if isinstance(DATA.get(name), dict) else []
+    )
+
+
+def run_setup(wildcards):
+    """The `setup` param of a run's jobs (trustcal.config.setup_params): what they train and evaluate."""
+    return setup_params(config, wildcards.dataset)
+
 
 # Calibrators fitted per epoch: temperature scaling (the paper's, which the verdict needs)
 # and the others of calibration.methods, in the config's order.
@@ -97,7 +131,7 @@ FITTED_METHODS = list(dict.fromkeys(["temperature", *config["calibration"]["meth
 
 
 wildcard_constraints:
-    dataset="|".join(DATASETS),
+    dataset="|".join(dict.fromkeys([*DATASETS, *DATA])),
     seed=r"\d+",
     calibrator="|".join(FITTED_METHODS),
 

@@ -2,6 +2,8 @@
 
 
 rule download:
+    input:
+        user_data,
     output:
         manifest="results/data/{dataset}/raw_manifest.tsv",
     log:
@@ -19,6 +21,7 @@ rule download:
         data_dir=config["data_dir"],
         download=config["download"],
         verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
+        dataset=lambda w: DATA[w.dataset],
         code=package_code("download.py"),
     script:
         "../scripts/download.py"
@@ -43,6 +46,7 @@ rule prepare:
         data_dir=config["data_dir"],
         validation_split=config["validation_split"],
         verify_checksums=lambda w: per_dataset(config, "verify_checksums", w.dataset),
+        dataset=lambda w: DATA[w.dataset],
         code=package_code("prepare.py"),
     script:
         "../scripts/prepare.py"

@@ -3,7 +3,6 @@
 # A file without rules: `snakemake --lint` (which the workflow catalog runs) flags a
 # file that mixes functions and rules.
 
-REPORT_DATASETS = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
 
 # Each table a figure reads (its name in the registry) → the rule output that writes it, per run.
 RUN_TABLES = {
@@ -20,9 +19,10 @@ def job_figures(job):
 
 
 def figure_inputs(job):
-    """Table name → its file of every seed (input functions), for each table `job`'s figures read."""
+    """Table name → its file of every seed (input functions), for each table `job`'s figures read; and
+    `splits`, the class names of a dataset of the user's own."""
     tables = dict.fromkeys(t for f in job_figures(job) for t in f.tables)
-    return {t: seed_files(RUN_TABLES[t]) for t in tables}
+    return {t: seed_files(RUN_TABLES[t]) for t in tables} | {"splits": user_classes}
 
 
 def figure_outputs(job):
@@ -33,7 +33,7 @@ def figure_outputs(job):
         png = report(
             f"{prefix}.png",
             caption=f"../report/{f.caption}",  # relative to workflow/rules/
-            category=lambda w: REPORT_DATASETS.get(w.dataset, w.dataset),
+            category=lambda w: SETUPS[w.dataset].title,
             subcategory=f.section,
             labels={"figure": f.name.replace("_", " "), "dataset": "{dataset}"},
         )
@@ -42,5 +42,10 @@ def figure_outputs(job):
 
 
 def figure_params(job):
-    """The config values `job`'s figures read (a change reruns that job only)."""
-    return {key: config[key] for f in job_figures(job) for key in f.params}
+    """The config values `job`'s figures read (a change reruns that job only), and the run's title and
+    class names (trustcal.reporting.figures.render_figures' `run`)."""
+    params = {key: config[key] for f in job_figures(job) for key in f.params}
+    params["run"] = lambda w: dict(
+        title=SETUPS[w.dataset].title, classes=list(SETUPS[w.dataset].dataset.classes)
+    )
+    return params

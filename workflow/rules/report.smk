@@ -49,7 +49,7 @@ rule verdict:
         runtime=scaled(5),
     params:
         settings=settings_config(
-            "epochs", "clusters", "trust", "calibration", "bootstrap"
+            "epochs", "clusters", "trust", "calibration", "bootstrap", "setups"
         ),
         code=package_code("verdict.py"),
     script:

@@ -16,7 +16,7 @@ include: "train_helpers.smk"
 
 rule train:
     input:
-        splits=rules.prepare.output.splits,
+        splits=data_file("splits.npz"),
     output:
         history=train_histories(),
     log:
@@ -29,10 +29,11 @@ rule train:
     resources:
         mem_mb=lambda w, attempt: attempt * (3000 + 1000 * len(job_seeds(w))),
         runtime=lambda w, attempt: attempt
-        * int(30 + MINUTES_PER_EPOCH[w.dataset] * config["epochs"] * len(job_seeds(w))),
+        * int(30 + minutes_per_epoch(w) * config["epochs"] * len(job_seeds(w))),
         gpu=gpus(),
     params:
         train=train_params(),
+        setup=run_setup,
         seeds=job_seeds,
         checkpoint_dirs=lambda w: [
             run_file("checkpoints", w.dataset, s) for s in job_seeds(w)
@@ -44,7 +45,7 @@ rule train:
 
 rule logits:
     input:
-        splits=rules.prepare.output.splits,
+        splits=data_file("splits.npz"),
         history=HISTORY,
     output:
         logit_files(),
@@ -63,6 +64,7 @@ rule logits:
         runtime=scaled(5, per_epoch=0.25),
     params:
         checkpoint_dir=lambda w: run_file("checkpoints", w.dataset, w.seed),
+        setup=run_setup,
         code=package_code("logits.py"),
     script:
         "../scripts/logits.py"

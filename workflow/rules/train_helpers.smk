@@ -5,10 +5,16 @@
 
 EPOCHS = list(range(1, config["epochs"] + 1))
 
-# Minutes of CPU training per epoch, for the runtime resource (GPUs are far faster).
-# Recorded (results/benchmarks/train/, 1 core shared with other work, data of the real
-# shapes): 0.9 s an epoch for MNIST's MLP, 23-31 s for CIFAR-10's CNN; about 3x and 2x that.
-MINUTES_PER_EPOCH = {"mnist": 0.05, "cifar10": 1.0}
+
+def minutes_per_epoch(wildcards):
+    """Minutes of CPU training an epoch of the run's network, for the runtime resource (GPUs are far
+    faster): trustcal.registry.NETWORKS' minutes_per_epoch, recorded by benchmarks/bench_training.py.
+    """
+    from trustcal.registry import NETWORKS, UNKNOWN_NETWORK_MINUTES
+
+    spec = NETWORKS.get(SETUPS[wildcards.dataset].network)
+    return spec.minutes_per_epoch if spec else UNKNOWN_NETWORK_MINUTES
+
 
 # One seed's training history: rule train's output (every seed's when seeds train together).
 HISTORY = run_file("history.csv")
@@ -40,7 +46,11 @@ def job_seeds(wildcards):
 
 def train_params():
     """The config values the train job reads (a change of one retrains)."""
-    keys = ("epochs", "batch_size", "learning_rate", "init", "device")
+    keys = (
+        "epochs",
+        "init",
+        "device",
+    )  # the recipe (batch size, learning rate …): the setup param
     return {k: config[k] for k in keys}
 
 

@@ -3,9 +3,10 @@ from _common import run
 
 def main(sm):
     from trustcal.data.staging import download, write_manifest
+    from trustcal.registry import dataset_spec
 
     verified = download(
-        sm.wildcards.dataset,
+        dataset_spec(sm.wildcards.dataset, sm.params.dataset),
         sm.params.data_dir,
         verify_checksums=sm.params.verify_checksums,
         allow_download=sm.params.download,

@@ -7,7 +7,13 @@ def main(sm):
     # the params are the config values the figures read (figure_params in figures_helpers.smk), and the
     # digest of the code this job runs (`code`, package_code in common.smk), which only reruns the job
     options = {name: value for name, value in sm.params.items() if name != "code"}
-    render_figures(sm.wildcards.dataset, dict(sm.input.items()), dict(sm.output.items()), **options)
+    inputs = dict(sm.input.items())
+    splits = inputs.pop("splits", None)
+    if splits:  # a dataset of the user's own: its class names are in its splits
+        from trustcal.data.splits import prepared_classes
+
+        options["run"] = dict(options["run"], classes=list(prepared_classes(splits)))
+    render_figures(sm.wildcards.dataset, inputs, dict(sm.output.items()), **options)
 
 
 run(snakemake, main)  # noqa: F821

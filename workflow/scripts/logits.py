@@ -4,13 +4,14 @@ from _common import run
 def main(sm):
     import torch
 
+    from trustcal.config import setup_of
     from trustcal.stages import logits_stage
     from trustcal.training.engine import keep_freed_memory_in_process
 
     keep_freed_memory_in_process()
 
     torch.set_num_threads(sm.threads)
-    logits_stage(sm.wildcards.dataset, sm.input.splits, sm.params.checkpoint_dir, sm.output)
+    logits_stage(setup_of(sm.params.setup), sm.input.splits, sm.params.checkpoint_dir, sm.output)
 
 
 run(snakemake, main)  # noqa: F821

@@ -3,9 +3,10 @@ from _common import run
 
 def main(sm):
     from trustcal.data.splits import prepare
+    from trustcal.registry import dataset_spec
 
     prepare(
-        sm.wildcards.dataset,
+        dataset_spec(sm.wildcards.dataset, sm.params.dataset),
         sm.params.data_dir,
         sm.output.splits,
         validation_split=sm.params.validation_split,

@@ -9,11 +9,12 @@ def main(sm):
     flush_denormals_in_this_process()  # first, before PyTorch starts its worker threads
     keep_freed_memory_in_process()
 
+    from trustcal.config import setup_of
     from trustcal.stages import train_stage
 
     histories = sm.output.history
     train_stage(
-        sm.wildcards.dataset,
+        setup_of(sm.params.setup),
         sm.params.seeds,
         sm.params.train,
         sm.input.splits,

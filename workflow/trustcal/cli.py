@@ -24,6 +24,7 @@ from pathlib import Path
 
 from trustcal import __version__
 from trustcal.errors import TrustcalError
+from trustcal.registry import PAPER_DATASETS
 
 DESCRIPTION = """\
 Assess a classifier from its predictions alone: the paper's subjective-logic
@@ -501,9 +502,9 @@ def build_parser() -> argparse.ArgumentParser:
     quiet.add_argument("--quiet", "-q", action="store_true", help="print nothing but warnings and errors (on stderr)")
     g.add_argument(
         "--paper-claims",
-        choices=("mnist", "cifar10"),
+        choices=PAPER_DATASETS,
         metavar="DATASET",
-        help="also judge the paper's claims about DATASET (mnist or cifar10) on these predictions: "
+        help=f"also judge the paper's claims about DATASET ({' or '.join(PAPER_DATASETS)}) on these predictions: "
         "reproduction.md and .csv",
     )
     g.add_argument(

@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from trustcal.errors import TrustcalError, yaml_problem
+from trustcal.registry import DATASETS, Recipe, RegistryError, Setup, resolve_setup
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -207,17 +208,91 @@ def per_dataset(config: dict, key: str, dataset: str):
     return value[dataset] if isinstance(value, dict) else value
 
 
+def base_recipe(config: Mapping) -> Recipe:
+    """The recipe of a run whose setup names none: the paper's, at the configuration's top-level
+    ``batch_size`` and ``learning_rate``."""
+    return Recipe(batch_size=config.get("batch_size", 32), learning_rate=config.get("learning_rate", 1e-3))
+
+
+def run_setups(config: Mapping) -> dict[str, Setup]:
+    """Each run of ``datasets:`` as a :class:`trustcal.registry.Setup` (raises :class:`RegistryError`)."""
+    base = base_recipe(config)
+    return {name: resolve_setup(name, config.get("setups"), base) for name in config["datasets"]}
+
+
+def data_entries(config: Mapping) -> dict[str, str | dict]:
+    """Each dataset the runs read, by the name its files go under (``results/data/{name}/``) → what
+    describes it: its registered name, or the mapping of a user's dataset (a setup's ``dataset:``)."""
+    out: dict[str, str | dict] = {}
+    for name, setup in run_setups(config).items():
+        entry = ((config.get("setups") or {}).get(name) or {}).get("dataset")
+        out.setdefault(setup.dataset.name, dict(entry) if isinstance(entry, Mapping) else setup.dataset.name)
+    return out
+
+
+def setup_of(params: Mapping) -> Setup:
+    """The setup a job's ``setup`` param describes (:func:`setup_params`)."""
+    entry = params.get("entry")
+    return resolve_setup(params["name"], {params["name"]: entry} if entry else {}, Recipe(**params["base"]))
+
+
+def setup_params(config: Mapping, name: str) -> dict:
+    """A run's ``setup`` param: what resolves it (its name, its ``setups:`` entry, the top-level recipe), plain
+    data, so that a change of any reruns the jobs that read it."""
+    base = base_recipe(config)
+    return dict(
+        name=name,
+        entry=(config.get("setups") or {}).get(name),
+        base=dict(batch_size=base.batch_size, learning_rate=base.learning_rate),
+    )
+
+
+def _setup_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
+    problems = []
+    base = base_recipe(config)
+    for name in config["datasets"]:
+        where = config_source(sources, ("setups", name), ("datasets",), default=config_name)
+        try:
+            setup = resolve_setup(name, config.get("setups"), base)
+        except RegistryError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        path = setup.dataset.path
+        if path is not None and not Path(path).exists():
+            problems.append(
+                f"{where}: setups: {name}: dataset path {path} does not exist (a relative path is read from the "
+                f"working directory, {Path.cwd()}); fix the path or give an absolute one"
+            )
+    return problems
+
+
 def _per_dataset_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
     problems = []
+    setups = run_setups(config)
+    names = {
+        # seeds are per run; checksums per dataset, the files a run reads
+        "seeds": list(setups),
+        "verify_checksums": list(dict.fromkeys(s.dataset.name for s in setups.values())),
+    }
     for key in PER_DATASET_KEYS:
         value = config.get(key)
         if not isinstance(value, dict):
             continue
-        missing = [ds for ds in config["datasets"] if ds not in value]
+        where = config_source(sources, (key,), ("datasets",), default=config_name)
+        missing = [ds for ds in names[key] if ds not in value]
         if missing:
             problems.append(
-                f"{config_source(sources, (key,), ('datasets',), default=config_name)}: key '{key}' is given per dataset but has no entry for "
+                f"{where}: key '{key}' is given per dataset but has no entry for "
                 f"{', '.join(map(repr, missing))}; add one, e.g. {key}: {{{missing[0]}: ...}}"
+            )
+        # an entry for a dataset or setup this run leaves out is kept (one file serves several runs); a name
+        # known nowhere is a typo
+        known = {*names[key], *DATASETS, *(config.get("setups") or {})}
+        unknown = [ds for ds in value if ds not in known]
+        if unknown:
+            problems.append(
+                f"{where}: key '{key}' has an entry for {', '.join(map(repr, unknown))}, which is no registered "
+                f"dataset and no name under setups: ({', '.join(names[key])} here); remove it or fix its name"
             )
     seeds = config.get("seeds")
     if config.get("seed_batching") and isinstance(seeds, dict):
@@ -277,6 +352,8 @@ def validate_config(
     if not problems and cal.get("t_min", 0) >= cal.get("t_max", 1):
         name = config_source(sources, ("calibration", "t_min"), ("calibration", "t_max"), default=config_name)
         problems.append(f"{name}: calibration.t_min must be smaller than calibration.t_max")
+    if not problems:
+        problems += _setup_problems(config, config_name, sources)
     if not problems:
         problems += _per_dataset_problems(config, config_name, sources)
         problems += _claims_problems(config, config_name, sources)

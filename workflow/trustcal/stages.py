@@ -44,41 +44,54 @@ def epoch_of(path: str | Path) -> int:
 
 
 def train_stage(
-    dataset, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1, progress: bool = False
+    setup, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1, progress: bool = False
 ) -> None:
-    """Train ``seeds`` of ``dataset`` (together, as one stacked model, when several).
+    """Train ``seeds`` of ``setup`` (a :class:`trustcal.registry.Setup`: its dataset, network and recipe).
 
-    ``progress``: a progress bar over the epochs (for a terminal; the log has a line per epoch).
+    The paper's networks under the paper's recipe train together, as one stacked model, when several;
+    any other network or recipe trains one seed after the other (:func:`trustcal.training.loop.train_seeds`).
+    ``cfg``: ``epochs``, ``init``, ``device`` (the batch size and learning rate are the recipe's). A
+    registered dataset's name for ``setup`` is its default network with the paper's recipe at ``cfg``'s
+    ``batch_size`` and ``learning_rate``. ``progress``: a progress bar over the epochs (for a terminal; the
+    log has a line per epoch).
     """
-    from trustcal.data.splits import load_prepared
-    from trustcal.training.loop import TrainConfig, train_seeds
+    import dataclasses
 
+    from trustcal import registry
+    from trustcal.data.splits import load_prepared, prepared_classes
+    from trustcal.training.loop import setup_config, train_seeds
+
+    if not isinstance(setup, registry.Setup):  # a registered dataset's name: the callers before setups
+        paper = {k: cfg[k] for k in ("batch_size", "learning_rate") if cfg.get(k) is not None}
+        setup = registry.resolve_setup(str(setup), base=dataclasses.replace(registry.RECIPES["paper"], **paper))
+    if setup.dataset.num_classes is None and (classes := prepared_classes(prepared)):  # a user's, named in the file
+        setup = dataclasses.replace(setup, dataset=dataclasses.replace(setup.dataset, classes=classes))
     cfgs = [
-        TrainConfig(
-            dataset=dataset,
-            seed=int(seed),
-            epochs=cfg["epochs"],
-            batch_size=cfg["batch_size"],
-            learning_rate=cfg["learning_rate"],
-            init=cfg["init"],
-            device=cfg["device"],
-            threads=threads,
-        )
+        setup_config(setup, seed, cfg["epochs"], init=cfg["init"], device=cfg["device"], threads=threads)
         for seed in seeds
     ]
     for history, out in zip(train_seeds(cfgs, load_prepared(prepared), ckpt_dirs, progress), history_outs):
         write_csv(history, out)
 
 
-def logits_stage(dataset, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
-    from trustcal.data.splits import load_prepared
+def logits_stage(setup, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
+    """Validation and test logits of the checkpoints of ``setup`` (a :class:`trustcal.registry.Setup`, or a
+    registered dataset's name) named by ``outputs`` (``logits/epochNNN.npz``)."""
+    import dataclasses
+
+    from trustcal import registry
+    from trustcal.data.splits import load_prepared, prepared_classes
     from trustcal.files import write_npz
-    from trustcal.training.loop import checkpoint_path, compute_logits
+    from trustcal.training.loop import checkpoint_path, compute_logits, logits_config
 
     data = load_prepared(prepared)
+    if isinstance(setup, registry.Setup) and setup.dataset.num_classes is None:  # a user's: the file's classes
+        if classes := prepared_classes(prepared):
+            setup = dataclasses.replace(setup, dataset=dataclasses.replace(setup.dataset, classes=classes))
+    cfg = logits_config(setup, data)  # a name: trustcal.registry.resolve_setup(name)
     for out in outputs:
         epoch = epoch_of(out)
-        write_npz(out, **compute_logits(checkpoint_path(ckpt_dir, epoch), dataset, data))
+        write_npz(out, **compute_logits(checkpoint_path(ckpt_dir, epoch), cfg, data))
         log.info("epoch %d: logits written to %s", epoch, out)
 
 

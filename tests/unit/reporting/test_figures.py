@@ -16,6 +16,7 @@ from trustcal.errors import TrustcalError
 from trustcal.files import write_csv
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
+from trustcal.registry import CIFAR10_CLASSES
 from trustcal.reporting import figures
 from trustcal.reporting.figures import registry
 from trustcal.reporting.figures.style import MANY_LABELS
@@ -201,10 +202,14 @@ def test_calibration_caption_says_where_the_temperature_was_fitted(fit_on):
     assert ("seen the test labels" in text) == (fit_on == "test")
 
 
-def test_cifar_label_names(tmp_path):
+def test_cifar_label_names(tmp_path, monkeypatch):
+    """render_figures for the dataset cifar10 names the labels with the registry's class names (the figures it
+    draws are kept to read their text)."""
     write_run(tmp_path, "cifar10", 0)
     ins = inputs(tmp_path, "cifar10", (0,))
     out = tmp_path / "fig"
+    drawn, draw = {}, registry.draw
+    monkeypatch.setattr(registry, "draw", lambda name, *a, **k: drawn.setdefault(name, draw(name, *a, **k)))
     figures.render_figures(
         "cifar10",
         ins,
@@ -216,6 +221,13 @@ def test_cifar_label_names(tmp_path):
     )
     for f in ("grid.png", "loss.png", "loss.pdf", "spectrum.png"):
         assert (out / f).stat().st_size > 10_000
+    # the text drawn: the registry's CIFAR-10 class names beside the labels, the dataset in the title
+    assert [ax.get_ylabel() for ax in drawn["trust_grid"].axes[::3]] == [
+        f"{z} {name}" for z, name in enumerate(CIFAR10_CLASSES)
+    ]
+    for ax in drawn["trust_spectrum"].axes:
+        assert [t.get_text() for t in ax.get_xticklabels()] == list(CIFAR10_CLASSES)
+    assert drawn["loss_curves"].axes[0].get_title().startswith("CIFAR-10")
 
 
 def test_draw_from_in_memory_tables_without_a_seed_column(tmp_path):
@@ -247,8 +259,22 @@ def test_chosen_epochs_are_first_min_val_loss_and_last_per_seed():
 
 
 def test_colours_are_consistent_across_figures():
-    assert figures.label_colours(10)[3] == figures.label_colours(10)[3]
+    """Label z is drawn in viridis(z/9) (10 labels): its line in every panel of the trust densities and its cell
+    of the colour bar that names it, read from the figure's artists."""
+    import matplotlib
+    from matplotlib.colors import to_rgba
+
+    viridis = [matplotlib.colormaps["viridis"](z / 9) for z in range(10)]
+    assert list(figures.label_colours(10).values()) == viridis
     assert len(set(figures.label_colours(10).values())) == 10
+    t = {**score_tables(predictions(0), MetricParams(density_points=21)), "history": history(0)}
+    fig = figures.draw("trust_density", t, "m", [])
+    bars = [ax._colorbar for ax in fig.axes if getattr(ax, "_colorbar", None) is not None]
+    assert len(bars) == 1 and [tuple(c) for c in bars[0].cmap.colors] == viridis
+    panels = [ax for ax in fig.axes if getattr(ax, "_colorbar", None) is None]
+    assert len(panels) == 6  # first, best and last epoch × before and after
+    for ax in panels:
+        assert [to_rgba(line.get_color()) for line in ax.get_lines()] == viridis, ax.get_title()
     assert set(figures.STATE_COLOURS) == {figures.BEFORE, figures.AFTER}
     assert not set(figures.STATE_COLOURS.values()) & set(figures.SET_COLOURS.values())
 
@@ -527,10 +553,10 @@ def test_smooth_reliability_of_a_single_set_is_one_column_without_a_band():
 def test_trust_grid_is_a_row_of_panels_per_label_each_before_and_after(tmp_path):
     """Small multiples: a label can be told from another (issue 29), its states side by side."""
     trust = trust_tables(predictions(0), TrustParams())["trust"]
-    fig = figures.draw("trust_grid", {"trust": trust}, "m", [tmp_path / "grid.png"], dataset="cifar10")
+    fig = figures.draw("trust_grid", {"trust": trust}, "m", [tmp_path / "grid.png"], classes=CIFAR10_CLASSES)
     assert len(fig.axes) == 3 * K
     rows = [ax.get_ylabel() for ax in fig.axes[::3]]
-    assert rows == [f"{z} {name}" for z, name in enumerate(figures.LABEL_NAMES["cifar10"])]
+    assert rows == [f"{z} {name}" for z, name in enumerate(CIFAR10_CLASSES)]
     per_label = trust[trust["label"].astype(str) != "network"]
     for z in (0, 7):
         ax = fig.axes[3 * z]  # belief of label z

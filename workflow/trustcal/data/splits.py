@@ -1,15 +1,19 @@
-"""The train / validation / test splits of a dataset (``prepared.npz``), as Keras' ``validation_split`` makes them."""
+"""The train / validation / test splits of a dataset (``splits.npz``), as Keras' ``validation_split`` makes them."""
 
 from __future__ import annotations
 
 import logging
 import math
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from trustcal.data.staging import load_raw
+from trustcal import registry
+from trustcal.data.staging import as_dataset_spec, load_dataset
+from trustcal.errors import TrustcalError
 from trustcal.files import read_npz, write_npz
+from trustcal.registry import DatasetSpec
 
 log = logging.getLogger(__name__)
 
@@ -24,29 +28,50 @@ def split_validation(n: int, validation_split: float = 0.1) -> int:
 
 
 def prepare(
-    dataset: str,
+    dataset: DatasetSpec | str,
     data_dir: str | Path,
     out: str | Path,
     *,
     validation_split: float = 0.1,
     verify_checksums: bool = True,
 ) -> dict[str, int]:
-    """Write the train / validation / test splits of ``dataset`` to ``out`` (npz)."""
-    x_train, y_train, x_test, y_test = load_raw(dataset, data_dir, verify_checksums=verify_checksums)
-    cut = split_validation(len(x_train), validation_split)
+    """Write the train / validation / test splits of ``dataset`` (a spec, or a registered name) to ``out`` (npz).
+
+    A user's dataset (``imagefolder``, ``npz``) also stores its class names, ``classes`` (a unicode array
+    in label order: :func:`prepared_classes`), which the registry cannot know; a registered dataset's
+    file holds the six arrays alone (its class names are the registry's).
+    """
+    spec = as_dataset_spec(dataset)
+    raw = load_dataset(spec, data_dir, verify_checksums=verify_checksums)
+    cut = split_validation(len(raw.x_train), validation_split)
     arrays = dict(
-        x_train=x_train[:cut],
-        y_train=y_train[:cut],
-        x_val=x_train[cut:],
-        y_val=y_train[cut:],
-        x_test=x_test,
-        y_test=y_test,
+        x_train=raw.x_train[:cut],
+        y_train=raw.y_train[:cut],
+        x_val=raw.x_train[cut:],
+        y_val=raw.y_train[cut:],
+        x_test=raw.x_test,
+        y_test=raw.y_test,
     )
-    write_npz(out, **arrays)
+    extra = {"classes": np.array(raw.classes, dtype=np.str_)} if spec.kind in registry.USER_KINDS else {}
+    write_npz(out, **arrays, **extra)
     sizes = {k: len(v) for k, v in arrays.items() if k.startswith("x_")}
-    log.info("%s: wrote %s with %s", dataset, out, sizes)
+    log.info("%s: wrote %s with %s", spec.name, out, sizes)
     return sizes
 
 
 def load_prepared(path: str | Path) -> dict[str, np.ndarray]:
     return read_npz(path, PREPARED_KEYS, rule="prepare")
+
+
+def prepared_classes(path: str | Path) -> tuple[str, ...]:
+    """The class names ``path`` (a ``splits.npz``) stores, in label order; () when it stores none (a
+    registered dataset's: :func:`trustcal.registry.class_names` has them). Reads that array alone."""
+    path = Path(path)
+    hint = "delete it and rerun (snakemake --cores 2 --forcerun prepare)"
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return tuple(str(name) for name in data["classes"]) if "classes" in data.files else ()
+    except FileNotFoundError:
+        raise TrustcalError(f"{path}: file not found; it is written by rule 'prepare': {hint}.") from None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, AttributeError, TypeError) as exc:
+        raise TrustcalError(f"{path}: unreadable or truncated ({exc}); {hint}.") from None

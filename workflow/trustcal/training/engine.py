@@ -34,6 +34,10 @@ values below 1.2e-38 to zero:
   up to ~30× faster once its moments decay;
 - freed memory kept in malloc's heap (:func:`keep_freed_memory_in_process`): a CNN
   step 1.12–1.15× faster.
+
+Every other network, and the paper's networks under another recipe (SGD, a schedule, augmentation,
+normalisation, weight decay), trains one seed at a time in the textbook loop with ``torch.optim``
+(:class:`PlainTrainer`, at the end of this module): no stacked form, any ``nn.Module``.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ import ctypes
 import ctypes.util
 import math
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -408,12 +412,17 @@ class StackedCNN:
 
 
 STACKED: dict[type[nn.Module], type] = {MNISTMLP: StackedMLP, CIFARCNN: StackedCNN}
-"""The stacked form of each network class of :data:`trustcal.training.models.ARCHITECTURES`."""
+"""The stacked form of each network class that has one: the paper's two, at any image shape and number of
+classes (trustcal.training.loop trains a network in it when its recipe is the paper's)."""
 
 
-def stacked_model(dataset: str, states: Sequence[dict], device: torch.device) -> StackedMLP | StackedCNN:
-    """The stacked form of ``dataset``'s network with one seed per ``state_dict`` in ``states``."""
-    template = build_model(dataset)
+def stacked_model(network: str | nn.Module, states: Sequence[dict], device: torch.device) -> StackedMLP | StackedCNN:
+    """The stacked form of ``network`` with one seed per ``state_dict`` in ``states``.
+
+    ``network``: the network itself (its modules and names; its parameters are not used), or the name of a
+    dataset of :data:`trustcal.training.models.ARCHITECTURES` for the paper's network of it.
+    """
+    template = build_model(network) if isinstance(network, str) else network
     try:
         stacked = STACKED[type(template)]
     except KeyError:
@@ -439,17 +448,18 @@ def stacked_logits(model: StackedMLP | StackedCNN, x: torch.Tensor, batch_size: 
 
 
 class StackedTrainer:
-    """A training step and evaluation for S seeds of ``dataset``'s network.
+    """A training step and evaluation for S seeds of one network.
 
     Args:
-        dataset: Key of :data:`trustcal.training.models.ARCHITECTURES`.
+        network: The network (an ``nn.Module`` whose class is in :data:`STACKED`), or a key of
+            :data:`trustcal.training.models.ARCHITECTURES` for the paper's network of that dataset.
         states: Each seed's ``state_dict`` to start from.
         device: Where to train.
         lr, betas, eps: Adam's settings.
     """
 
-    def __init__(self, dataset: str, states: Sequence[dict], device: torch.device, lr, betas, eps):
-        self.model = stacked_model(dataset, states, device)
+    def __init__(self, network: str | nn.Module, states: Sequence[dict], device: torch.device, lr, betas, eps):
+        self.model = stacked_model(network, states, device)
         self.params = self.model.params
         self.optimizer = FlatAdam(self.params.flat, lr, betas, eps)
 
@@ -486,3 +496,199 @@ class StackedTrainer:
                 exp_avg_sq=self.params.stack_vectors([st["exp_avg_sq"] for st in states]),
             )
         )
+
+
+# --- one seed at a time: any network, torch.optim ---------------------------------------------------
+
+ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-7  # Keras' defaults, as the paper's Adam
+
+
+def make_optimizer(
+    params,
+    optimizer: str,
+    lr: float,
+    *,
+    betas=ADAM_BETAS,
+    eps: float = ADAM_EPS,
+    momentum: float = 0.9,
+    nesterov: bool = False,
+    weight_decay: float = 0.0,
+) -> torch.optim.Optimizer:
+    """``torch.optim.Adam`` (betas, eps: Keras' defaults) or ``torch.optim.SGD`` (momentum, Nesterov), both
+    with coupled weight decay (an L2 penalty's gradient added to every parameter's, biases and BatchNorm's too)."""
+    if optimizer == "adam":
+        return torch.optim.Adam(params, lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+    if optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay)
+    raise ValueError(f"optimizer {optimizer!r}: use adam or sgd")
+
+
+def cosine_factor(total_steps: int) -> Callable[[int], float]:
+    """The learning rate's factor after t steps of a cosine schedule to 0 over ``total_steps``:
+    (1 + cos(π·t/T)) / 2, in closed form (exactly 0 after the last step: cos(π) = -1)."""
+
+    def factor(t: int) -> float:
+        return 0.5 * (1.0 + math.cos(math.pi * min(t, total_steps) / total_steps))
+
+    return factor
+
+
+def _constant(t: int) -> float:
+    return 1.0
+
+
+def make_schedule(optimizer: torch.optim.Optimizer, schedule: str, lr: float, total_steps: int):
+    """The learning-rate schedule, stepped once per batch (``total_steps``: every epoch's batches).
+
+    ``constant``: ``lr`` throughout; ``cosine``: from ``lr`` to 0 (:func:`cosine_factor`); ``onecycle``:
+    ``torch.optim.lr_scheduler.OneCycleLR`` with ``max_lr = lr`` and its defaults (30 % warm-up from lr/25,
+    cosine annealing to lr/25e4, momentum or Adam's β1 cycled between 0.85 and 0.95). The first two are a
+    ``LambdaLR`` of a plain function, whose ``state_dict`` holds numbers only.
+    """
+    total_steps = max(int(total_steps), 1)
+    if schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, _constant)
+    if schedule == "cosine":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_factor(total_steps))
+    if schedule == "onecycle":
+        return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=total_steps)
+    raise ValueError(f"schedule {schedule!r}: use constant, cosine or onecycle")
+
+
+def crop_padding(side: int) -> int:
+    """How far ``crop`` pads (reflecting) a side before cropping back: 1/8 of it (4 for 32, 3 for 28)."""
+    return side // 8
+
+
+def draw_augmentation(
+    n: int, image_shape: Sequence[int], augment: Sequence[str], generator: torch.Generator
+) -> dict[str, torch.Tensor]:
+    """One epoch's random augmentation of n samples (in the epoch's order), from the seed's own generator.
+
+    ``crop``: each sample's offsets (row, column) into its padded image, uniform in [0, 2·pad]; ``flip``:
+    whether it is mirrored left to right (probability 1/2). Drawn in that order, the same for every
+    epoch of every run of the seed: a resumed run draws what an uninterrupted one did.
+    """
+    draws = {}
+    if "crop" in augment:
+        rows = torch.randint(0, 2 * crop_padding(image_shape[-2]) + 1, (n,), generator=generator)
+        cols = torch.randint(0, 2 * crop_padding(image_shape[-1]) + 1, (n,), generator=generator)
+        draws["offsets"] = torch.stack([rows, cols], dim=1)
+    if "flip" in augment:
+        draws["flips"] = torch.rand(n, generator=generator) < 0.5
+    return draws
+
+
+def augment_batch(x: torch.Tensor, draws: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The batch x (B, C, H, W, float) augmented by this batch's ``draws`` (:func:`draw_augmentation`):
+    padded by reflection and cropped back to H × W at each sample's offsets, then mirrored where drawn."""
+    if "offsets" in draws:
+        b, c, h, w = x.shape
+        ph, pw = crop_padding(h), crop_padding(w)
+        if ph or pw:
+            padded = F.pad(x, (pw, pw, ph, ph), mode="reflect")
+            offsets = draws["offsets"].to(x.device)
+            rows = (offsets[:, 0, None] + torch.arange(h, device=x.device))[:, None, :, None]
+            cols = (offsets[:, 1, None] + torch.arange(w, device=x.device))[:, None, None, :]
+            batch = torch.arange(b, device=x.device)[:, None, None, None]
+            channel = torch.arange(c, device=x.device)[None, :, None, None]
+            x = padded[batch, channel, rows, cols]
+    if "flips" in draws:
+        x = torch.where(draws["flips"].to(x.device)[:, None, None, None], x.flip(3), x)
+    return x
+
+
+@torch.no_grad()
+def plain_logits(
+    model: nn.Module, x: torch.Tensor, batch_size: int = 256, memory_format=torch.contiguous_format
+) -> torch.Tensor:
+    """Logits (N, classes) of uint8 images x (N, C, H, W), scaled by 1/255 as in training, in evaluation mode
+    (BatchNorm's running statistics, no dropout); the model's mode is restored after."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        out = []
+        for i in range(0, len(x), batch_size):
+            xb = x[i : i + batch_size].to(device).float().div_(255).contiguous(memory_format=memory_format)
+            out.append(model(xb))
+        return torch.cat(out)
+    finally:
+        model.train(was_training)
+
+
+class PlainTrainer:
+    """The textbook training step for one seed of any network, with ``torch.optim``::
+
+        model.train()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()       # the learning rate's schedule advances once per batch
+
+    Args:
+        model: The network (moved to ``device`` and ``memory_format``).
+        device: Where to train.
+        optimizer, lr, betas, eps, momentum, nesterov, weight_decay: :func:`make_optimizer`'s.
+        schedule, total_steps: :func:`make_schedule`'s.
+        memory_format: ``torch.channels_last`` for a convolutional network known to run in it (oneDNN's fast
+            path: a ResNet-20 step 1.17× faster on the 2-core VM of benchmarks/README.md); inputs follow it.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        device: torch.device,
+        *,
+        optimizer: str = "adam",
+        lr: float = 1e-3,
+        betas=ADAM_BETAS,
+        eps: float = ADAM_EPS,
+        momentum: float = 0.9,
+        nesterov: bool = False,
+        weight_decay: float = 0.0,
+        schedule: str = "constant",
+        total_steps: int = 1,
+        memory_format=torch.contiguous_format,
+    ):
+        self.memory_format = memory_format
+        self.model = model.to(device=device, memory_format=memory_format)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = make_optimizer(
+            params,
+            optimizer,
+            lr,
+            betas=betas,
+            eps=eps,
+            momentum=momentum,
+            nesterov=nesterov,
+            weight_decay=weight_decay,
+        )
+        self.scheduler = make_schedule(self.optimizer, schedule, lr, total_steps)
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step on x (B, C, H, W) float in [0, 1] (augmented), labels y (B,); returns (loss, logits)."""
+        self.model.train()
+        self.optimizer.zero_grad()
+        logits = self.model(x.contiguous(memory_format=self.memory_format))
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+        self.optimizer.step()
+        self.scheduler.step()
+        return loss.detach(), logits.detach()
+
+    def logits(self, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
+        """Logits (N, classes) of uint8 images x (N, C, H, W) in evaluation mode (:func:`plain_logits`)."""
+        return plain_logits(self.model, x, batch_size, self.memory_format)
+
+    def checkpoint(self) -> tuple[dict, dict, dict]:
+        """(model state_dict as CPU copies, optimizer state_dict, scheduler state_dict)."""
+        model = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
+        return model, self.optimizer.state_dict(), self.scheduler.state_dict()
+
+    def load(self, model: dict, optimizer: dict, scheduler: dict) -> None:
+        """The state a :meth:`checkpoint` saved (the optimizer's before the scheduler's, which reads it)."""
+        self.model.load_state_dict(model)
+        self.optimizer.load_state_dict(optimizer)
+        self.scheduler.load_state_dict(scheduler)

@@ -3,28 +3,46 @@
 The paper's Keras CIFAR-10 model ends in a softmax layer trained with a
 non-logit loss; that is the same function as logits + cross-entropy, and the
 logits are what temperature scaling needs.
+
+Both take the image shape and the number of classes (``Class(in_shape=(C, H, W),
+num_classes=K)``, as every network of :mod:`.networks` does), so the paper's
+networks also run on Fashion-MNIST, CIFAR-100, SVHN or a user's images; their
+defaults build the paper's modules exactly (the same layers, parameter names,
+order and shapes), so the paper's runs and checkpoints are unchanged.
 """
 
 from __future__ import annotations
 
+import math
+
 from torch import nn
+
+from trustcal import registry
 
 INITS = ("glorot", "torch")
 
 
 class MNISTMLP(nn.Sequential):
-    """Flatten → Linear(784, 128) → ReLU → Linear(128, 10)."""
+    """Flatten → Linear(C·H·W, 128) → ReLU → Linear(128, K); the paper's: 1×28×28, 10 classes."""
 
-    def __init__(self) -> None:
-        super().__init__(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+    def __init__(self, in_shape: tuple[int, int, int] = (1, 28, 28), num_classes: int = 10) -> None:
+        super().__init__(nn.Flatten(), nn.Linear(math.prod(in_shape), 128), nn.ReLU(), nn.Linear(128, num_classes))
+
+
+def _valid_conv_pool_side(side: int) -> int:
+    """A side after CIFARCNN's three valid 3×3 convolutions and the two 2×2 max-pools between them."""
+    return ((side - 2) // 2 - 2) // 2 - 2
 
 
 class CIFARCNN(nn.Sequential):
-    """Keras tutorial CNN: three valid 3×3 convolutions, two max-pools, 64-unit head (122,570 parameters)."""
+    """Keras tutorial CNN: three valid 3×3 convolutions, two max-pools, 64-unit head (122,570 parameters
+    for the paper's 3×32×32 images and 10 classes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_shape: tuple[int, int, int] = (3, 32, 32), num_classes: int = 10) -> None:
+        channels, height, width = in_shape
+        flat = 64 * _valid_conv_pool_side(height) * _valid_conv_pool_side(width)  # 1024 for 32×32
         super().__init__(
-            nn.Conv2d(3, 32, 3),
+            nn.Conv2d(channels, 32, 3),
             nn.ReLU(),
             nn.MaxPool2d(2),
             nn.Conv2d(32, 64, 3),
@@ -33,14 +51,20 @@ class CIFARCNN(nn.Sequential):
             nn.Conv2d(64, 64, 3),
             nn.ReLU(),
             nn.Flatten(),
-            nn.Linear(1024, 64),
+            nn.Linear(max(flat, 1), 64),  # too small an image: the network's check names it (networks.build_network)
             nn.ReLU(),
-            nn.Linear(64, 10),
+            nn.Linear(64, num_classes),
         )
 
 
-# dataset → network; trustcal.training.engine.STACKED gives each network class its stacked multi-seed form
-ARCHITECTURES = {"mnist": MNISTMLP, "cifar10": CIFARCNN}
+# dataset → network of the code before setups (trustcal.registry); build_model and the engine's tests use it,
+# trustcal.training.engine.STACKED gives each network class its stacked multi-seed form
+ARCHITECTURES = {
+    name: {MNISTMLP.__name__: MNISTMLP, CIFARCNN.__name__: CIFARCNN}[
+        registry.NETWORKS[registry.DATASETS[name].network].factory.rsplit(":", 1)[1]
+    ]
+    for name in registry.PAPER_DATASETS
+}
 
 
 def glorot_init_(model: nn.Module) -> nn.Module:
@@ -57,7 +81,10 @@ def glorot_init_(model: nn.Module) -> nn.Module:
 
 
 def build_model(dataset: str, init: str = "glorot") -> nn.Module:
-    """A freshly initialised model for ``dataset``; call under a seeded RNG."""
+    """A freshly initialised model of the paper for ``dataset`` (mnist, cifar10); call under a seeded RNG.
+
+    Any network, shape and number of classes: :func:`trustcal.training.networks.build_network`.
+    """
     if dataset not in ARCHITECTURES:
         raise ValueError(f"unknown dataset {dataset!r}; allowed: {sorted(ARCHITECTURES)}")
     if init not in INITS:

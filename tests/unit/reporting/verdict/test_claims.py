@@ -264,7 +264,13 @@ def test_the_verdict_stage_judges_the_configs_claims_files(tmp_path):
         [run_dir / "trust.csv"], [run_dir / "history.csv"], results / "reproduction.md", results / "reproduction.csv",
         settings, claims_paths=[claims], claims_dir=results / "claims",
     )  # fmt: skip
-    assert len(pd.read_csv(results / "reproduction.csv")) == len(verdict.CLAIMS)
+    paper = pd.read_csv(results / "reproduction.csv")
+    assert list(paper.loc[paper["scope"] == "paper", "claim_id"]) == [c.id for c in verdict.CLAIMS]
+    # the general claims are judged on the run `mine` too (3 epochs: those that need 10 are not comparable)
+    general = paper[paper["scope"] == "general"].set_index("claim_id")
+    assert set(general["dataset"]) == {"mine"} and len(general) == len(verdict.general_claims(verdict.CLAIMS))
+    assert general.at["trust_higher_after", "verdict"] == REPRODUCED  # 0.65 after against 0.6 … 0.4 before
+    assert "needs ≥ 10 epochs; this run has 3" in general.at["trust_steadier_after", "reason"]
     table = pd.read_csv(results / "claims" / "config_claims.csv").set_index("claim_id")
     # belief before: 0.6, 0.5, 0.4; the last 10 % of 3 epochs is epoch 3: 0.4 − 0.6 = −0.2 ≤ −0.1
     assert table.at["falls", "measured_mean"] == pytest.approx(-0.2, abs=4 * EPS)
@@ -274,8 +280,10 @@ def test_the_verdict_stage_judges_the_configs_claims_files(tmp_path):
         table.at["elsewhere", "verdict"] == NOT_COMPARABLE
         and "other not in this run" in table.at["elsewhere", "reason"]
     )
+    assert set(table["scope"]) == {"paper"}  # a file without `general:` has no general claims
     page = (results / "claims" / "config_claims.html").read_text(encoding="utf-8")
     assert page.count("<tr>") == 4 and "<h1>Verdict on config_claims.yaml</h1>" in page
+    assert "beyond the paper" not in page
     assert (results / "claims" / "config_claims.md").is_file()
 
 
@@ -331,6 +339,30 @@ GOOD = "{id: c1, text: t, measure: {level: {component: belief, state: after}}, k
             GOOD.replace("target: 0.6", "target: 0.6, versus: cifar10"),
             r"claim c1: field versus: a comparison with another dataset needs the claim's own `dataset:`",
         ),
+        (
+            GOOD.replace("target: 0.6", "target: 0.6, general: [a]"),
+            r"claim c1: field general: \['a'\]: write `general: trust_higher_after` or `general: \{id:",
+        ),
+        (
+            GOOD.replace("target: 0.6", "target: 0.6, general: 'trust higher'"),
+            r"claim c1: field general: id 'trust higher': give a name of letters, digits and _",
+        ),
+        (
+            GOOD.replace("target: 0.6", "target: 0.6, general: {id: g, txt: t}"),
+            r"claim c1: field general: unknown key\(s\) txt; write",
+        ),
+        (
+            GOOD.replace("target: 0.6", "target: 0.6, general: c1"),
+            r"claim c1: field general: 'c1' is this claim's own id; give the general claim an id of its own",
+        ),
+        (
+            GOOD.replace("target: 0.6", "target: 0.6, general: g"),
+            r"claim c1: field general: the general claim g has no text; write `general: \{id: g, text: '…'\}`",
+        ),
+        (
+            GOOD.replace("target: 0.6", "target: 0.6, dataset: mnist, versus: cifar10, general: {id: g, text: t}"),
+            r"claim c1: field general: a general claim is judged on each run alone; remove `general:` or `versus:`",
+        ),
     ],
 )
 def test_a_bad_claim_is_one_line_naming_file_claim_field_and_fix(tmp_path, entry, expected):
@@ -349,6 +381,27 @@ def test_a_bad_claim_is_one_line_naming_file_claim_field_and_fix(tmp_path, entry
         ("- id: a\n  text: [unclosed\n", r"not valid YAML at line 3, column 1: .*; fix the syntax there"),
         ("{}\n", r"no claims; write a YAML list of claims"),
         (f"- {GOOD}\n- {GOOD}\n", r"claim c1: field id: used twice"),
+        (  # two cases of one general claim that measure different things
+            "- {id: a, dataset: mnist, text: t, measure: {level: {component: belief, state: after}}, kind: near,"
+            " target: 0.6, general: {id: g, text: T}}\n"
+            "- {id: b, dataset: svhn, text: t, measure: {level: {component: disbelief, state: after}}, kind: near,"
+            " target: 0.6, general: g}\n",
+            r"claim b: field general: g is measured as level \(belief, after\) by a, here as level "
+            r"\(disbelief, after\): every claim of one general claim measures the same thing",
+        ),
+        (  # … or decide differently
+            "- {id: a, dataset: mnist, text: t, measure: {level: {component: belief, state: after}}, kind: near,"
+            " target: 0.6, general: {id: g, text: T}}\n"
+            "- {id: b, dataset: svhn, text: t, measure: {level: {component: belief, state: after, first: 20}},"
+            " kind: near, target: 0.7, general: g}\n",
+            r"claim b: field general: g is decided with target 0.6 by a, here with 0.7: every claim of one general "
+            r"claim is decided alike",
+        ),
+        (
+            f"- {GOOD}\n"
+            "- {id: b, dataset: svhn, text: t, measure: final_gap, kind: at_most, target: 0, general: {id: c1, text: T}}\n",
+            r"claim b: field general: 'c1' is the id of a claim of this file; give the general claim an id of its own",
+        ),
     ],
 )
 def test_a_bad_file_is_one_line(tmp_path, text, expected):

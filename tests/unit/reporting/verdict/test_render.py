@@ -99,3 +99,20 @@ def test_the_page_shows_no_markdown_marker(judged):
     assert "<em>Measured</em>" in page and "<strong>reproduced</strong>" in page
     body = re.sub(r"<code>.*?</code>", " ", page.split("<body>", 1)[1], flags=re.S)
     assert raw_markup(html.unescape(re.sub(r"<[^>]+>", " ", body))) == []
+
+
+def test_the_general_section_is_rendered_as_markdown_renders_it(judged):
+    """The section "Does it hold beyond the paper?": its paragraphs, cells, notes and details on the page as
+    Markdown renders them, and no marker left on the page."""
+    table, datasets, seeds, runs = judged
+    general = verdict.evaluate_general(runs, verdict.CLAIMS)
+    paragraphs, header, rows, notes, details = render._general_document(general, SETTINGS, runs)
+    cells = [str(x) for claim, rule, *values in rows for x in (claim, rule, *(c for c, _ in values))]
+    found = [*paragraphs, *header, *notes, *details, render.GENERAL_DETAILS, *cells]
+    assert any("**reproduced**" in t for t in found) and any("*paired*" in t for t in found)
+    for text in found:
+        assert render._html_text(text) == as_markdown(text), text
+    page = render.render_html(pd.concat([table, general], ignore_index=True), SETTINGS, datasets, seeds, runs)
+    assert f"<h2>{verdict.GENERAL_TITLE}</h2>" in page
+    body = re.sub(r"<code>.*?</code>", " ", page.split("<body>", 1)[1], flags=re.S)
+    assert raw_markup(html.unescape(re.sub(r"<[^>]+>", " ", body))) == []

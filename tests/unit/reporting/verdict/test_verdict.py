@@ -417,7 +417,11 @@ def test_verdict_stage_writes_markdown_csv_and_html_from_run_files(tmp_path):
     verdict.verdict_stage(trust, history, md, csv, settings, out_html=page, bootstrap_paths=boot)
     table = pd.read_csv(csv)
     assert list(table.columns) == list(verdict.VERDICT_COLUMNS)
-    assert len(table) == len(verdict.CLAIMS)
+    general = table[table["scope"] == "general"]
+    table = table[table["scope"] == "paper"]
+    assert list(table["claim_id"]) == [c.id for c in verdict.CLAIMS]  # the paper's claims first, as ever
+    n_general = len(verdict.general_claims(verdict.CLAIMS))
+    assert len(general) == 2 * n_general  # each general claim on each of the two runs
     row = table.set_index("claim_id").loc["mnist_trust_after"]
     assert row["n_seeds"] == 2 and row["boot_lo"] == pytest.approx(0.65 - 0.0095)
     text = md.read_text()
@@ -427,7 +431,7 @@ def test_verdict_stage_writes_markdown_csv_and_html_from_run_files(tmp_path):
     for claim in verdict.CLAIMS:
         assert f"`{claim.id}`" in text
     page = page.read_text()
-    assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == len(verdict.CLAIMS) + 1
+    assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == len(verdict.CLAIMS) + 1 + n_general + 1
     assert "<code>mnist_trust_after</code>" in page
     assert re.search(r"`mnist_trust_after_above_before`\) \| [^|]+ \| [^|]+ \| \[[^]]+\] paired \|", text)
 

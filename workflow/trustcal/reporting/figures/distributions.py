@@ -25,7 +25,6 @@ from trustcal.reporting.figures.style import (
     DASHED,
     DENSITY_FLOOR,
     FULL_WIDTH,
-    LABEL_NAMES,
     MANY_LABELS,
     STATE_COLOURS,
     across_labels,
@@ -38,6 +37,7 @@ from trustcal.reporting.figures.style import (
     label_count,
     log_ticks,
     n_seeds,
+    named_classes,
     network_rows,
     new_figure,
     plain_numbers,
@@ -221,7 +221,7 @@ def trust_spectrum(
     history: pd.DataFrame,
     title: str,
     paths: Sequence[str | Path],
-    dataset: str | None = None,
+    classes: Sequence[str] | None = None,
     scores: pd.DataFrame | None = None,
 ) -> plt.Figure:
     """Trust spectrum T(z) per label (Wong et al.), first / best / last epoch, before vs after;
@@ -239,7 +239,7 @@ def trust_spectrum(
     columns, states = chosen_columns(chosen), states_of(test)
     size = (COLUMN_WIDTH + 0.6, 2.6) if len(columns) == 1 else None
     fig, axes = new_figure("trust_spectrum", size=size, ncols=len(columns), sharey=True, squeeze=False)
-    names = LABEL_NAMES.get(dataset or "")
+    names = named_classes(classes)
     bar = 0.8 / len(states)
     for ax, (which, which_title) in zip(axes[0], columns):
         d = _mean_sd(test[test["which"] == which], ["state", "label"], "trust")
@@ -309,7 +309,11 @@ def _sorted_spectrum(
 
 
 def trust_density(
-    density: pd.DataFrame, history: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None
+    density: pd.DataFrame,
+    history: pd.DataFrame,
+    title: str,
+    paths: Sequence[str | Path],
+    classes: Sequence[str] | None = None,
 ) -> plt.Figure:
     """Trust density per label (Wong et al. §2.2), rows first / best / last epoch, columns before / after;
     lines: the mean over seeds, bands: their range (a ± sd band would cross 0 on the log axis). Beyond
@@ -360,7 +364,7 @@ def trust_density(
         note = f"median and 10–90 % band of the {labels} labels{each}; log scale"
         fig.suptitle(heading(title, f"trust densities across labels on the test set\n({note})"))
         return save(fig, paths)
-    label_colourbar(fig, axes, k, dataset, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01)
+    label_colourbar(fig, axes, k, classes, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01)
     note = f"mean and range over {seeds} seeds; log scale" if seeds > 1 else "log scale"
     fig.suptitle(heading(title, f"trust densities per label on the test set ({note})"))
     return save(fig, paths)

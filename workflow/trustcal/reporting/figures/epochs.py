@@ -19,7 +19,6 @@ from trustcal.reporting.figures.style import (
     COMPONENTS,
     DASHED,
     FULL_WIDTH,
-    LABEL_NAMES,
     MANY_LABELS,
     SET_COLOURS,
     STATE_COLOURS,
@@ -36,6 +35,7 @@ from trustcal.reporting.figures.style import (
     label_count,
     log_ticks,
     n_seeds,
+    named_classes,
     network_rows,
     new_figure,
     plain_numbers,
@@ -60,7 +60,9 @@ def trust_grid_size(n_labels: int) -> tuple[float, float]:
     return FULL_WIDTH, round(1.0 + ROW_HEIGHT * n_labels, 2)
 
 
-def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dataset: str | None = None) -> plt.Figure:
+def trust_grid(
+    trust: pd.DataFrame, title: str, paths: Sequence[str | Path], classes: Sequence[str] | None = None
+) -> plt.Figure:
     """Paper Figures 1/2 as small multiples: a row per label, columns b/d/u, in each panel the label before
     (vermillion) and after (blue) calibration, mean over seeds ± sd; the y axis shared down each column, so
     that labels compare by height. Beyond ``SMALL_MULTIPLES`` labels, the paper's own layout (rows
@@ -71,8 +73,8 @@ def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dat
     if per_label["label"].nunique() > MANY_LABELS:
         return _trust_grid_across_labels(per_label, title, paths)
     if k > SMALL_MULTIPLES:
-        return _trust_grid_lines(per_label, k, title, paths, dataset)
-    names = LABEL_NAMES.get(dataset or "")
+        return _trust_grid_lines(per_label, k, title, paths, classes)
+    names = named_classes(classes)
     names = names if names and len(names) == k else None
     states = states_of(per_label)
     stats = per_label.groupby(["label", "state", "epoch"])[[c for c, _ in COMPONENTS]].agg(["mean", "std"]).sort_index()
@@ -105,7 +107,7 @@ def trust_grid(trust: pd.DataFrame, title: str, paths: Sequence[str | Path], dat
     return save(fig, paths)
 
 
-def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, dataset: str | None) -> plt.Figure:
+def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, classes: Sequence[str] | None) -> plt.Figure:
     """The paper's layout: rows before/after calibration, columns b/d/u, a line per label in its shade."""
     palette = label_colours(k)
     states = states_of(per_label)
@@ -133,7 +135,7 @@ def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, datase
             integer_epochs(ax)
     for ax in axes[:, 2]:
         plain_numbers(ax)
-    label_colourbar(fig, axes, k, dataset, shrink=0.85, pad=0.01)
+    label_colourbar(fig, axes, k, classes, shrink=0.85, pad=0.01)
     fig.suptitle(heading(title, f"trust opinion per label on the test set ({seed_note(per_label)})"))
     return save(fig, paths)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from trustcal.errors import TrustcalError
 from trustcal.measures.trust import TRUST_COLUMNS
+from trustcal.registry import class_names, dataset_title
 from trustcal.reporting import figures  # its drawing modules load on first use (PEP 562, figures/__init__.py)
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ CALIBRATOR_SECTION = "5 Calibrators"
 SECTIONS = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATOR_SECTION)
 
 # draw(tables, title, paths, options) → the figure; tables maps a name of TABLES to its frame (with a
-# ``seed`` column), options holds ``dataset`` and the config values of ``FigureSpec.params``.
+# ``seed`` column), options holds ``classes`` (the label names) and the config values of ``FigureSpec.params``.
 Drawer = Callable[[Mapping[str, "pd.DataFrame"], str, Sequence[str], Mapping[str, Any]], "Figure"]
 
 
@@ -98,7 +99,7 @@ FIGURES: dict[str, FigureSpec] = {
     for f in (
         FigureSpec(
             "trust_grid",
-            lambda t, title, paths, o: figures.epochs.trust_grid(t["trust"], title, paths, o.get("dataset")),
+            lambda t, title, paths, o: figures.epochs.trust_grid(t["trust"], title, paths, o.get("classes")),
             tables=("trust",),
             job="figures",
             section=PAPER,
@@ -165,7 +166,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "trust_spectrum",
             lambda t, title, paths, o: figures.distributions.trust_spectrum(
-                t["trust_spectrum"], t["history"], title, paths, o.get("dataset"), t["scores"]
+                t["trust_spectrum"], t["history"], title, paths, o.get("classes"), t["scores"]
             ),
             tables=("trust_spectrum", "history", "scores"),
             job="metric_figures",
@@ -177,7 +178,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "trust_density",
             lambda t, title, paths, o: figures.distributions.trust_density(
-                t["trust_density"], t["history"], title, paths, o.get("dataset")
+                t["trust_density"], t["history"], title, paths, o.get("classes")
             ),
             tables=("trust_density", "history"),
             job="metric_figures",
@@ -297,7 +298,7 @@ def draw(
     tables: Mapping[str, pd.DataFrame],
     title: str,
     paths: Sequence[str | Path],
-    dataset: str | None = None,
+    classes: Sequence[str] | None = None,
     clusters: int | None = None,
     **options,
 ) -> Figure:
@@ -305,8 +306,9 @@ def draw(
     save it to ``paths`` (none: only return it) and return the figure.
 
     ``tables`` maps a table name of ``TABLES`` to its DataFrame (the workflow's
-    CSV columns); only the tables the figure needs are looked up. ``clusters``
-    and the other ``options`` are the config values of ``FigureSpec.params``.
+    CSV columns); only the tables the figure needs are looked up. ``classes`` names the labels (their
+    names beside the label colours; none: numbers only). ``clusters`` and the other ``options`` are the
+    config values of ``FigureSpec.params``.
     """
     if name not in FIGURES:
         raise TrustcalError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
@@ -317,7 +319,7 @@ def draw(
             self[key] = df if "seed" in df else df.assign(seed=0)
             return self[key]
 
-    return FIGURES[name].draw(_Seeded(), title, _paths(paths), dict(options, dataset=dataset, clusters=clusters))
+    return FIGURES[name].draw(_Seeded(), title, _paths(paths), dict(options, classes=classes, clusters=clusters))
 
 
 def render_figures(
@@ -325,13 +327,15 @@ def render_figures(
     inputs: Mapping[str, Sequence[str]],
     outputs: Mapping[str, Sequence[str]],
     clusters: int | None = None,
+    run: Mapping[str, Any] | None = None,
     **options,
 ) -> None:
     """Draw each figure named in ``outputs`` (name → its PNG/PDF paths) from the per-seed CSV files in ``inputs``.
 
     ``inputs`` maps a table name of ``TABLES`` to its files, one per seed
     (``…/seed{N}/…``); each table is read once, when a figure first needs it.
-    ``clusters`` and the other ``options`` (the rule's params) go to :func:`draw`.
+    ``run`` gives the run's ``title`` and ``classes`` (the rule's params; by default the registry's, for a
+    registered dataset's name). ``clusters`` and the other ``options`` (the rule's params) go to :func:`draw`.
     This is what the Snakemake rules call.
     """
     unknown = sorted(set(outputs) - set(FIGURES))
@@ -347,9 +351,11 @@ def render_figures(
             return self[name]
 
     tables = _Tables()
-    title = figures.style.DATASET_TITLES.get(dataset, dataset)
+    run = run or {}
+    title = run.get("title") or dataset_title(dataset)
+    classes = run.get("classes") or class_names(dataset)
     for name, paths in outputs.items():
-        draw(name, tables, title, paths, dataset=dataset, clusters=clusters, **options)
+        draw(name, tables, title, paths, classes=classes, clusters=clusters, **options)
 
 
 def readme_table() -> str:

@@ -30,11 +30,6 @@ from matplotlib.lines import Line2D  # noqa: E402
 from trustcal.errors import TrustcalError  # noqa: E402
 from trustcal.files import atomic_path, paper_states, read_csv  # noqa: E402
 
-DATASET_TITLES = {"mnist": "MNIST (MLP)", "cifar10": "CIFAR-10 (CNN)"}
-LABEL_NAMES = {
-    "cifar10": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"],
-}
-
 # --------------------------------------------------------------------------- style
 
 DPI = 200
@@ -239,7 +234,13 @@ def label_count(labels: Iterable[int]) -> int:
     return max(10, int(max(labels)) + 1)
 
 
-def label_colourbar(fig: plt.Figure, axes, n_labels: int, dataset: str | None = None, **kw) -> None:
+def named_classes(classes: Sequence[str] | None) -> list[str] | None:
+    """The class names worth printing beside the labels: None for none, or for digits named by themselves."""
+    names = list(classes or ())
+    return None if not names or names == [str(z) for z in range(len(names))] else names
+
+
+def label_colourbar(fig: plt.Figure, axes, n_labels: int, classes: Sequence[str] | None = None, **kw) -> None:
     """A discrete colour bar naming each label (paper Figures 1–2 style)."""
     colours = label_colours(n_labels)
     cmap = matplotlib.colors.ListedColormap([colours[z] for z in range(n_labels)])
@@ -249,7 +250,7 @@ def label_colourbar(fig: plt.Figure, axes, n_labels: int, dataset: str | None = 
         cbar.set_ticks(range(n_labels))
     else:
         cbar.ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(6, integer=True))
-    names = LABEL_NAMES.get(dataset or "")
+    names = named_classes(classes)
     if names and len(names) == n_labels:
         cbar.ax.set_yticklabels([f"{z} {n}" for z, n in enumerate(names)])
     cbar.ax.tick_params(labelsize=6.5, length=0)

@@ -31,6 +31,13 @@ decided on its own bootstrap interval; seeds that disagree are named. A claim is
 its dataset is not in the run, the run is too short, or the paper's number cannot come from the
 algorithm it describes.
 
+**Beyond the paper** (:mod:`trustcal.reporting.verdict.general`). A claim that is a case of a statement about
+training and calibration in general (``general:`` in the claims file: trust higher after temperature scaling
+than before, disbelief rising before it, …) also gives a general claim, judged with the same measure, interval
+and rule on every run of the workflow (any dataset × network, the paper's two included): the section "Does it
+hold beyond the paper?" and rows of ``scope`` ``general`` in reproduction.csv (``dataset``: the run). Levels
+are never general: a perfect classifier's belief is 2M/(2M + K), set by the classes K and clusters M.
+
 **Tolerances.** Opinion masses ± ``MASS_TOLERANCE`` = 0.05: the paper's values are read off line plots
 of ten overlapping label curves and given to two decimals. Per-label statements use the mean over the
 ten class opinions (not the network opinion).
@@ -66,9 +73,11 @@ from trustcal.reporting.verdict.claims import (
     settings_notes,
 )
 from trustcal.reporting.verdict.evaluation import (
+    GENERAL_SCOPE,
     INCONCLUSIVE,
     NOT_COMPARABLE,
     NOT_REPRODUCED,
+    PAPER_SCOPE,
     REPRODUCED,
     T975,
     VERDICT_COLUMNS,
@@ -81,8 +90,18 @@ from trustcal.reporting.verdict.evaluation import (
     is_direction,
     t975,
 )
+from trustcal.reporting.verdict.general import (
+    GeneralClaim,
+    evaluate_general,
+    general_claims,
+    level_dependence,
+    run_classes,
+    run_order,
+    run_titles,
+)
 from trustcal.reporting.verdict.render import (
     DECISION_TEXT,
+    GENERAL_TITLE,
     HEADER,
     INTRO,
     VERDICT_COLOURS,
@@ -136,6 +155,16 @@ __all__ = [
     "DECISION_TEXT",
     "Estimate",
     "GAP_TOLERANCE",
+    "GENERAL_SCOPE",
+    "GENERAL_TITLE",
+    "GeneralClaim",
+    "PAPER_SCOPE",
+    "evaluate_general",
+    "general_claims",
+    "level_dependence",
+    "run_classes",
+    "run_order",
+    "run_titles",
     "HEADER",
     "INCONCLUSIVE",
     "INTRO",

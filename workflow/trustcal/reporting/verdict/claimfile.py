@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,8 @@ class Claim:
     not_comparable: str | None = None  # a reason that holds whatever the numbers
     also: tuple[str, ...] = ()  # other sentences of the paper (abstract, conclusion) this claim tests
     paired: bool = False  # compares the two calibration states: the paired interval with seeds (docs/method.md §12)
+    general: str = ""  # the id of the general claim (about training and calibration, any run) this one is a case of
+    general_text: str = ""  # that general claim in a sentence, without a dataset ("" : given by another claim)
 
     def __post_init__(self):
         if self.from_history:
@@ -121,8 +124,13 @@ FIELDS = (
     "not_comparable",
     "also",
     "paired",
+    "general",
 )
 REQUIRED = ("id", "text", "measure", "kind")
+GENERAL_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# what every claim naming one general claim must share: the decision (the measure's epoch windows and
+# min_epochs may differ, each dataset's timing; the general claim takes the first claim's)
+GENERAL_SHARED = ("kind", "target", "tolerance", "paired", "from_history", "requires")
 
 
 def _did_you_mean(word: str, known) -> str:
@@ -240,6 +248,14 @@ def claim_from_dict(entry: dict, where: str = "claims file") -> Claim:
         texts[key] = value
     if texts["versus"] is not None and not texts["dataset"]:
         fail("versus", "a comparison with another dataset needs the claim's own `dataset:`")
+    general, general_text = _general(entry.get("general"), fail)
+    if general:
+        if texts["versus"] is not None:
+            fail("general", "a general claim is judged on each run alone; remove `general:` or `versus:`")
+        if texts["not_comparable"] is not None:
+            fail("general", "a claim that is not comparable cannot stand for a general one; remove `general:`")
+        if general == cid:
+            fail("general", f"{general!r} is this claim's own id; give the general claim an id of its own")
     return Claim(
         id=cid,
         dataset=texts["dataset"] or "",
@@ -261,7 +277,92 @@ def claim_from_dict(entry: dict, where: str = "claims file") -> Claim:
         not_comparable=texts["not_comparable"],
         also=tuple(also),
         paired=entry.get("paired", False),
+        general=general,
+        general_text=general_text,
     )
+
+
+def _general(value, fail) -> tuple[str, str]:
+    """(id, text) of a ``general:`` entry: an id, or ``{id: …, text: …}``; ("", "") when absent."""
+    if value is None:
+        return "", ""
+    example = "write `general: trust_higher_after` or `general: {id: trust_higher_after, text: '…'}`"
+    if isinstance(value, str):
+        gid, text = value, ""
+    elif isinstance(value, dict):
+        unknown = sorted(set(value) - {"id", "text"})
+        if unknown:
+            fail("general", f"unknown key(s) {', '.join(map(str, unknown))}; {example}")
+        gid, text = value.get("id"), value.get("text", "")
+        if not isinstance(text, str):
+            fail("general", f"text {text!r}: write it as text (in quotes)")
+    else:
+        fail("general", f"{value!r}: {example}")
+    if not isinstance(gid, str) or not GENERAL_ID.match(gid):
+        fail("general", f"id {gid!r}: give a name of letters, digits and _ (starting with a letter); {example}")
+    return gid, text.strip()
+
+
+def _measure_key(spec) -> tuple[str, str | None, str | None]:
+    """(measure name, component, state) of a claims-file ``measure:`` entry already checked by :func:`_measure`."""
+    if isinstance(spec, str):
+        return spec, None, None
+    name, args = next(iter(spec.items()))
+    args = args or {}
+    return name, args.get("component"), args.get("state")
+
+
+def _key_text(key: tuple) -> str:
+    name, *args = key
+    args = [a for a in args if a]
+    return f"{name} ({', '.join(args)})" if args else name
+
+
+def _check_general(path, entries: list, claims: list[Claim]) -> None:
+    """Every claim naming one general claim measures the same thing with the same decision, the general claim's
+    text is given, and its id is no claim's id (:class:`ClaimsFileError` naming the file, claim, field and fix)."""
+    ids = {c.id for c in claims}
+    first: dict[str, tuple[Claim, tuple]] = {}
+    texts: dict[str, str] = {}
+    for entry, c in zip(entries, claims, strict=True):
+        if not c.general:
+            continue
+
+        def fail(fix, c=c):
+            raise ClaimsFileError(f"{path}: claim {c.id}: field general: {fix}")
+
+        if c.general in ids:
+            fail(f"{c.general!r} is the id of a claim of this file; give the general claim an id of its own")
+        key = _measure_key(entry["measure"])
+        if c.general not in first:
+            first[c.general] = (c, key)
+        else:
+            head, head_key = first[c.general]
+            if key != head_key:
+                fail(
+                    f"{c.general} is measured as {_key_text(head_key)} by {head.id}, here as {_key_text(key)}: every "
+                    "claim of one general claim measures the same thing; name another general claim"
+                )
+            for f in GENERAL_SHARED:
+                mine, theirs = getattr(c, f), getattr(head, f)
+                same = mine == theirs or (
+                    isinstance(mine, float) and isinstance(theirs, float) and math.isnan(mine) and math.isnan(theirs)
+                )
+                if not same:
+                    fail(
+                        f"{c.general} is decided with {f} {theirs!r} by {head.id}, here with {mine!r}: every claim "
+                        "of one general claim is decided alike; make them agree or name another general claim"
+                    )
+        if c.general_text:
+            if c.general in texts and texts[c.general] != c.general_text:
+                fail(f"{c.general} has another text on an earlier claim; give its text once")
+            texts[c.general] = c.general_text
+    for gid, (c, _) in first.items():
+        if gid not in texts:
+            raise ClaimsFileError(
+                f"{path}: claim {c.id}: field general: the general claim {gid} has no text; write "
+                f"`general: {{id: {gid}, text: '…'}}` (the claim without a dataset) on one of its claims"
+            )
 
 
 def load_claims(path) -> tuple[Claim, ...]:
@@ -302,4 +403,5 @@ def load_claims(path) -> tuple[Claim, ...]:
         if c.id in seen:
             raise ClaimsFileError(f"{path}: claim {c.id}: field id: used twice; give each claim its own id")
         seen.add(c.id)
+    _check_general(path, doc, claims)
     return tuple(claims)

@@ -48,7 +48,13 @@ VERDICT_COLUMNS = (
     "measure",
     "without_flagged",
     "verdict_without_flagged",
+    "scope",
 )
+"""The verdict table's columns. ``scope``: ``paper`` for a claim judged on the run its ``dataset:`` names (the
+paper's claims, a claims file's), ``general`` for a general claim judged on the run named in ``dataset``
+(:mod:`trustcal.reporting.verdict.general`); last, so that the columns before it are as they always were."""
+
+PAPER_SCOPE, GENERAL_SCOPE = "paper", "general"
 
 
 # Student's t, 97.5 % quantile, by degrees of freedom (Abramowitz & Stegun, Table 26.10)
@@ -292,15 +298,17 @@ def evaluate(
     claims: Sequence[Claim] = CLAIMS,
     level: float = 0.95,
     flagged: Mapping[str, Iterable[int]] | None = None,
+    scope: str = PAPER_SCOPE,
 ) -> pd.DataFrame:
     """One row per claim. ``runs``: dataset → seed → :class:`Run`. ``flagged``: dataset → predictions
     that are suspect (e.g. went through softmax twice), as epochs or (epoch, calibrated) pairs: each
-    claim is also evaluated without them, and one whose value depends on them says so."""
+    claim is also evaluated without them, and one whose value depends on them says so. ``scope``: the
+    rows' ``scope`` (``general`` for the general claims' rows, each claim already bound to its run)."""
     rows = []
     flagged = {ds: list(e) for ds, e in (flagged or {}).items() if e}
     for claim in claims:
         row = evaluate_claim(claim, runs, level)
-        row.update(without_flagged=math.nan, verdict_without_flagged="")
+        row.update(without_flagged=math.nan, verdict_without_flagged="", scope=scope)
         involved = [ds for ds in (claim.dataset, claim.versus) if ds is not None]
         bad = [f for ds in involved for f in flagged.get(ds, [])]
         if bad and all(runs.get(ds) for ds in involved):

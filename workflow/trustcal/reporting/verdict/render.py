@@ -22,11 +22,20 @@ from trustcal.reporting.verdict.claims import (
     settings_notes,
 )
 from trustcal.reporting.verdict.evaluation import (
+    GENERAL_SCOPE,
     INCONCLUSIVE,
     NOT_COMPARABLE,
     NOT_REPRODUCED,
     REPRODUCED,
     evaluate,
+)
+from trustcal.reporting.verdict.general import (
+    evaluate_general,
+    general_claims,
+    level_dependence,
+    run_classes,
+    run_order,
+    run_titles,
 )
 from trustcal.reporting.verdict.runs import _fmt, load_runs, perfect_classifier_opinion
 
@@ -68,6 +77,26 @@ CLAIMS_DECISION_TEXT = (
 
 
 HEADER = ("Claim", "Paper", "Measured (mean ± sd, n)", "Interval", "Reproduced when", "Verdict", "Note")
+
+
+GENERAL_TITLE = "Does it hold beyond the paper?"
+GENERAL_INTRO = (
+    "The statements about training and calibration in general (not levels, which depend on the dataset), "
+    "judged on every run of this workflow, each dataset × network, the paper's own included: the same measure, "
+    "interval (*paired* where the claim compares after with before calibration) and decision rule as the claim "
+    "it generalises (the first, where several do). Each cell: the verdict, the measured mean ± sd (n seeds) and "
+    "the interval."
+)
+GENERAL_HEADER = ("Claim", "Reproduced when")
+GENERAL_DETAILS = "Each general claim, the claims it generalises and what we measure:"
+
+
+def split_scopes(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the claims judged on their own dataset, the general claims' rows) of a verdict table."""
+    if "scope" not in table:
+        return table, table.iloc[:0]
+    general = table["scope"] == GENERAL_SCOPE
+    return table[~general], table[general]
 
 
 def _measured(r) -> str:
@@ -165,9 +194,87 @@ def _document(
     return bullets, rows, tension_notes, details, footer
 
 
-def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=None) -> str:
-    """The verdict as Markdown: the paper's claims, or with ``claims_file`` the claims of that file."""
+def _cell(r) -> str:
+    """A general claim on one run: the verdict word, the measured value and its interval (Markdown)."""
+    word = f"**{r.verdict}**" if r.verdict != NOT_COMPARABLE else r.verdict
+    measured, interval = _measured(r), _interval(r)
+    values = ", ".join(x for x in (measured, interval) if x != "–")
+    return f"{word}: {values}" if values else word
+
+
+def _general_document(
+    table: pd.DataFrame, settings: Mapping, runs: Mapping | None = None, claims=None, claims_file=None
+):
+    """The section "Does it hold beyond the paper?", format-free: (paragraphs, column titles, rows, notes,
+    details) with each row [claim, rule, (cell, verdict) per run]; None when there are no general rows.
+    ``claims``: the claims the general ones come from (default: those of ``claims_file``, else ``CLAIMS``)."""
+    if table.empty:
+        return None
+    if claims is None:
+        claims = CLAIMS if claims_file is None else load_claims(claims_file)
+    generals = {g.id: g for g in general_claims(claims)}
+    order = run_order(table["dataset"].unique(), [c for g in generals.values() for c in g.cases])
+    titles = run_titles(order, settings.get("setups"))
+    paragraphs = [GENERAL_INTRO]
+    known = run_classes(runs or {})
+    classes = {ds: known[ds] for ds in order if ds in known}
+    if classes:
+        midpoint = settings.get("trust", {}).get("representative", "midpoint") == "midpoint"
+        paragraphs.append(level_dependence(classes, settings.get("clusters"), titles, midpoint=midpoint))
+    counts = []
+    for ds in order:
+        c = table.loc[table["dataset"] == ds, "verdict"].value_counts()
+        counts.append(
+            f"{titles[ds]}: {c.get(REPRODUCED, 0)} reproduced, {c.get(NOT_REPRODUCED, 0)} not reproduced, "
+            f"{c.get(INCONCLUSIVE, 0)} inconclusive, {c.get(NOT_COMPARABLE, 0)} not comparable"
+        )
+    paragraphs.append(f"Summary (of {table['claim_id'].nunique()} general claims): " + "; ".join(counts) + ".")
+    rows, notes, details = [], [], []
+    for gid, group in table.groupby("claim_id", sort=False):
+        by_run = {r.dataset: r for r in group.itertuples()}
+        first = group.iloc[0]
+        rows.append(
+            [f"{first['claim']} (`{gid}`)", first["decision_rule"]]
+            + [(_cell(by_run[ds]), by_run[ds].verdict) if ds in by_run else ("–", "") for ds in order]
+        )
+        notes += [
+            f"`{gid}`, {titles[ds]}: {by_run[ds].reason}"
+            for ds in order
+            if ds in by_run and isinstance(by_run[ds].reason, str) and by_run[ds].reason
+        ]
+        g = generals.get(gid)
+        cases = ", ".join(f"`{c.id}`" for c in g.cases) if g else ""
+        detail = f"`{gid}`" + (f" ({first['section']})" if first["section"] else "")
+        detail += f": generalises {cases}." if cases else "."
+        detail += f" Measured: {first['measure']}."
+        details.append(detail)
+    return paragraphs, [*GENERAL_HEADER, *(titles[ds] for ds in order)], rows, notes, details
+
+
+def _general_markdown(section) -> list[str]:
+    if section is None:
+        return []
+    paragraphs, header, rows, notes, details = section
+    lines = ["", f"## {GENERAL_TITLE}", ""]
+    for p in paragraphs:
+        lines += [p, ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for claim, rule, *cells in rows:
+        lines.append(
+            "| " + " | ".join(str(x).replace("|", "\\|") for x in [claim, rule, *(c for c, _ in cells)]) + " |"
+        )
+    if notes:
+        lines += ["", "Notes:", "", *(f"- {n}" for n in notes)]
+    lines += ["", GENERAL_DETAILS, "", *(f"- {d}" for d in details)]
+    return lines
+
+
+def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=None, claims=None) -> str:
+    """The verdict as Markdown: the paper's claims, or with ``claims_file`` the claims of that file (``claims``:
+    those claims, read from it); then the general claims on every run, when ``table`` has their rows."""
     paper = claims_file is None
+    table, general = split_scopes(table)
+    section = _general_document(general, settings, runs, claims, claims_file)
     bullets, rows, tensions, details, footer = _document(table, settings, datasets, seeds, runs, paper=paper)
     lines = [
         "# Reproduction verdict" if paper else f"# Verdict on {Path(claims_file).name}",
@@ -184,6 +291,7 @@ def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=Non
     for cells in rows:
         cells = cells[:5] + [f"**{cells[5]}**" if cells[5] != NOT_COMPARABLE else cells[5]] + cells[6:]
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
+    lines += _general_markdown(section)
     if paper:
         lines += ["", "## Statements of the paper that contradict each other", "", *(f"- {t}" for t in tensions)]
     lines += [
@@ -225,9 +333,32 @@ def _html_text(text: str) -> str:
 VERDICT_COLOURS = {REPRODUCED: "#d9f0d3", NOT_REPRODUCED: "#f6d0c4", INCONCLUSIVE: "#fbeec1", NOT_COMPARABLE: "#eeeeee"}
 
 
-def render_html(table, settings, datasets, seeds, runs=None, claims_file=None) -> str:
+def _general_html(section) -> list[str]:
+    if section is None:
+        return []
+    paragraphs, header, rows, notes, details = section
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = []
+    for claim, rule, *cells in rows:
+        tds = [f"<td>{_html_text(str(claim))}</td>", f"<td>{_html_text(str(rule))}</td>"]
+        tds += [f'<td style="background:{VERDICT_COLOURS.get(v, "#fff")}">{_html_text(c)}</td>' for c, v in cells]
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    out = [f"<h2>{html.escape(GENERAL_TITLE)}</h2>", *(f"<p>{_html_text(p)}</p>" for p in paragraphs)]
+    out += [f"<table><thead><tr>{head}</tr></thead><tbody>", *body, "</tbody></table>"]
+    if notes:
+        out += ["<p>Notes:</p>", _html_items(notes)]
+    return out + [f"<p>{_html_text(GENERAL_DETAILS)}</p>", _html_items(details)]
+
+
+def _html_items(xs) -> str:
+    return "<ul>" + "".join(f"<li>{_html_text(x)}</li>" for x in xs) + "</ul>"
+
+
+def render_html(table, settings, datasets, seeds, runs=None, claims_file=None, claims=None) -> str:
     """The same content as :func:`render_markdown`, as a standalone page (for the HTML report)."""
     paper = claims_file is None
+    table, general = split_scopes(table)
+    section = _general_document(general, settings, runs, claims, claims_file)
     bullets, rows, tensions, details, footer = _document(table, settings, datasets, seeds, runs, paper=paper)
     title = "Reproduction verdict" if paper else f"Verdict on {Path(claims_file).name}"
     head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
@@ -242,9 +373,7 @@ def render_html(table, settings, datasets, seeds, runs=None, claims_file=None) -
         "th{background:#f3f3f3;text-align:left}code{font-size:12px}"
     )
 
-    def items(xs):
-        return "<ul>" + "".join(f"<li>{_html_text(x)}</li>" for x in xs) + "</ul>"
-
+    items = _html_items
     contradictions = ["<h2>Statements of the paper that contradict each other</h2>", items(tensions)] if paper else []
 
     return "\n".join(
@@ -259,6 +388,7 @@ def render_html(table, settings, datasets, seeds, runs=None, claims_file=None) -
             f"<table><thead><tr>{head}</tr></thead><tbody>",
             *body,
             "</tbody></table>",
+            *_general_html(section),
             *contradictions,
             "<h2>Each claim: the paper's words and what we measure</h2>"
             if paper
@@ -271,21 +401,33 @@ def render_html(table, settings, datasets, seeds, runs=None, claims_file=None) -
 
 
 def write_verdict(
-    runs, settings: Mapping, out_md, out_csv, out_html=None, flagged=None, claims_file=None, claims=None
+    runs,
+    settings: Mapping,
+    out_md,
+    out_csv,
+    out_html=None,
+    flagged=None,
+    claims_file=None,
+    claims=None,
+    general: bool = False,
 ) -> pd.DataFrame:
     """Evaluate ``CLAIMS`` (or the claims of ``claims_file``, :func:`load_claims`; or ``claims``, read from
-    ``claims_file``) on ``runs`` and write the Markdown, CSV (and HTML) verdicts."""
+    ``claims_file``) on ``runs`` and write the Markdown, CSV (and HTML) verdicts. With ``general`` (the
+    workflow's verdict), also the general claims on every run of ``runs``: rows of ``scope`` ``general``
+    after the claims' own, and the section "Does it hold beyond the paper?"."""
     level = float(settings.get("bootstrap", {}).get("level", 0.95))
     if claims is None:
         claims = CLAIMS if claims_file is None else load_claims(claims_file)
     table = evaluate(runs, claims, level=level, flagged=flagged)
+    if general and general_claims(claims) and runs:
+        table = pd.concat([table, evaluate_general(runs, claims, level=level, flagged=flagged)], ignore_index=True)
     datasets = sorted(runs)
     seeds = {ds: sorted(runs[ds]) for ds in datasets}
     write_csv(table, out_csv)
     outputs = [(out_md, render_markdown)] + ([(out_html, render_html)] if out_html else [])
     for path, render in outputs:
         with atomic_path(path) as tmp:
-            tmp.write_text(render(table, settings, datasets, seeds, runs, claims_file), encoding="utf-8")
+            tmp.write_text(render(table, settings, datasets, seeds, runs, claims_file, claims), encoding="utf-8")
     return table
 
 
@@ -310,7 +452,8 @@ def write_claims_verdicts(runs, settings: Mapping, claims_paths, out_dir) -> dic
     for path, *_ in outputs:
         load_claims(path)
     return {
-        path.stem: write_verdict(runs, settings, md, csv, html, claims_file=path) for path, md, csv, html in outputs
+        path.stem: write_verdict(runs, settings, md, csv, html, claims_file=path, general=True)
+        for path, md, csv, html in outputs
     }
 
 
@@ -325,13 +468,15 @@ def verdict_stage(
     claims_paths=(),
     claims_dir=None,
 ) -> pd.DataFrame:
-    """Read every run's tables, evaluate ``CLAIMS``, write the Markdown, CSV (and HTML) verdicts; with
+    """Read every run's tables, evaluate ``CLAIMS`` and the general claims on every run (any dataset ×
+    network: "Does it hold beyond the paper?"), write the Markdown, CSV (and HTML) verdicts; with
     ``claims_paths`` (the config's ``claims:``) also each file's verdict in ``claims_dir``
-    (:func:`write_claims_verdicts`)."""
+    (:func:`write_claims_verdicts`). ``settings["setups"]`` (the config's ``setups:``), when given, names the
+    runs of named setups as the registry titles them (``CIFAR-10 (ResNet-20)``)."""
     for path in claims_paths:  # a bad claims file fails before any verdict is written
         load_claims(path)
     runs = load_runs(trust_paths, history_paths, bootstrap_paths)
-    table = write_verdict(runs, settings, out_md, out_csv, out_html)
+    table = write_verdict(runs, settings, out_md, out_csv, out_html, general=True)
     if claims_paths:
         write_claims_verdicts(
             runs, settings, claims_paths, claims_dir if claims_dir is not None else Path(out_md).parent
