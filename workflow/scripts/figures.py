@@ -8,11 +8,11 @@ def main(sm):
     # digest of the code this job runs (`code`, package_code in common.smk), which only reruns the job
     options = {name: value for name, value in sm.params.items() if name != "code"}
     inputs = dict(sm.input.items())
-    splits = inputs.pop("splits", None)
-    if splits:  # a dataset of the user's own: its class names are in its splits
+    splits = list(inputs.pop("splits", None) or [])  # the splits of a dataset of the user's own, or none
+    if splits:  # its class names are in them
         from trustcal.data.splits import prepared_classes
 
-        options["run"] = dict(options["run"], classes=list(prepared_classes(splits)))
+        options["run"] = dict(options["run"], classes=list(prepared_classes(splits[0])))
     render_figures(sm.wildcards.dataset, inputs, dict(sm.output.items()), **options)
 
 

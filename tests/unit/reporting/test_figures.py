@@ -660,3 +660,27 @@ def test_figures_of_a_1000_class_series_summarise_the_labels_and_print_nothing(t
         fig = figures.draw(name, tables, "t", [])
         assert len(fig.axes) == 6  # no colour bar of the labels
         assert all(len(ax.get_lines()) == 1 and len(ax.collections) == 1 for ax in fig.axes)  # median, band
+
+
+@pytest.mark.parametrize("classes", [None, ("ash", "elm", "oak")])
+def test_a_three_class_run_draws_three_label_rows_named_by_its_classes(classes):
+    """A dataset of three classes (a user's own): the trust grid and the densities show three labels, not ten,
+    named by the run's class names when it has them."""
+    k = 3
+    rng = np.random.default_rng(0)
+    labels = rng.permutation(np.arange(60) % k)
+    rows = []
+    for epoch in (1, 2, 3):
+        z = (1.0 + epoch) * (np.eye(k)[labels] + 0.8 * rng.normal(size=(60, k)))
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        rows += [Predictions(epoch, c, s, p, labels) for c in ("none", "temperature") for s in ("test", "val")]
+    trust = trust_tables(rows, TrustParams())["trust"]
+    fig = figures.draw("trust_grid", {"trust": trust}, "m", [], classes=classes)
+    assert len(fig.axes) == 3 * k
+    names = [ax.get_ylabel() for ax in fig.axes[::3]]
+    assert names == ([f"{z} {c}" for z, c in enumerate(classes)] if classes else [f"label {z}" for z in range(k)])
+    t = {**score_tables(rows, MetricParams(density_points=21)), "history": history(0, 3)}
+    density = figures.draw("trust_density", t, "m", [], classes=classes)
+    panels = [ax for ax in density.axes if getattr(ax, "_colorbar", None) is None]
+    assert all(len(ax.get_lines()) == k for ax in panels)

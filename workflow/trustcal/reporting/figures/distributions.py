@@ -323,7 +323,7 @@ def trust_density(
     test = select_chosen(with_state(density[density["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
     many = test["label"].nunique() > MANY_LABELS
-    k = label_count(test["label"])
+    k = label_count(test["label"], classes)
     palette = label_colours(k)
     columns, states, seeds = chosen_columns(chosen), states_of(test), n_seeds(test)
     size = (0.9 + 3.0 * len(states), 2.7) if len(columns) == 1 else None

@@ -69,7 +69,7 @@ def trust_grid(
     before/after, a line per label in its viridis shade, a colour bar); beyond ``MANY_LABELS``, that layout
     with the median over the labels and the band of 10–90 % of them instead of a line per label."""
     per_label = with_state(class_rows(trust))
-    k = label_count(per_label["label"])
+    k = label_count(per_label["label"], classes)
     if per_label["label"].nunique() > MANY_LABELS:
         return _trust_grid_across_labels(per_label, title, paths)
     if k > SMALL_MULTIPLES:

@@ -230,8 +230,10 @@ def label_colours(n_labels: int) -> dict[int, tuple]:
     return {z: cmap(z / max(n_labels - 1, 1)) for z in range(n_labels)}
 
 
-def label_count(labels: Iterable[int]) -> int:
-    return max(10, int(max(labels)) + 1)
+def label_count(labels: Iterable[int], classes: Sequence[str] | None = None) -> int:
+    """The number of labels a figure shows: every class of ``classes`` when named, else up to the highest label
+    seen (a class without a test sample still gets its row)."""
+    return max(len(classes or ()), int(max(labels)) + 1)
 
 
 def named_classes(classes: Sequence[str] | None) -> list[str] | None:
