@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 # configuration made): e.g. RUN_CONFIG="--config epochs=3 'datasets=[mnist]'".
 RUN_CONFIG ?=
 
-.PHONY: reproduce report test test-unit lint format docs benchmark clean-venv
+.PHONY: reproduce report test test-unit lint format docs benchmark mutation clean-venv
 
 reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs; RUN_CONFIG: another run)
 	$(BIN)/snakemake --cores $(CORES) $(RUN_CONFIG) || $(BIN)/python workflow/scripts/failed_jobs.py
@@ -35,6 +35,12 @@ format: $(VENV)/.installed-test  ## apply the formatters (and ruff's safe fixes)
 
 docs: $(VENV)/.installed-test  ## the documentation site, into site/ (mkdocs.yml; any warning, e.g. a broken link, fails it)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# MUTATION_SAMPLE mutants drawn at random with MUTATION_SEED (0: all of them, several hours on 2 cores).
+MUTATION_SAMPLE ?= 300
+MUTATION_SEED ?= 33
+mutation: $(VENV)/.installed-test  ## mutation score of measures/, calibration/, tables.py, summary.py (docs/testing.md)
+	nice -n 19 $(BIN)/python tests/mutation/run_mutmut.py --sample $(MUTATION_SAMPLE) --seed $(MUTATION_SEED)
 
 benchmark: $(VENV)/.installed  ## training-speed benchmark (benchmarks/README.md)
 	$(BIN)/python benchmarks/bench_training.py

@@ -488,3 +488,12 @@ def test_scalar_metrics_new_keys_equal_the_functions():
     other = M.scalar_metrics(probs, labels, reliability_bins=7, l2_bins=10)
     assert other["brier_within_bin"] == M.brier_decomposition(probs, labels, 7)["brier_within_bin"]
     assert other["l2_ece"] == M.l2_ece(probs, labels, 10)
+
+
+def test_smooth_ece_refuses_mismatched_or_empty_inputs_with_its_message():
+    with pytest.raises(ValueError, match=r"^conf and hit must be non-empty and of equal length$"):
+        M.smooth_ece(np.array([0.5, 0.6]), np.array([1.0]), 0.1)
+    with pytest.raises(ValueError, match=r"^conf and hit must be non-empty and of equal length$"):
+        M.smooth_ece(np.array([]), np.array([]), 0.1)
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        M.smooth_ece(np.array([0.5]), np.array([1.0]), 0.0)

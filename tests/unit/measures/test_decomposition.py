@@ -234,7 +234,67 @@ def test_scores_csv_columns_add_up_and_their_resamples_are_the_drawn_rows():
         want = D.terms_from_losses({name: values[rows] for name, values in losses.items()})
         for name in D.TERMS:  # float32 products of counts with losses ≤ 40: 4·N·eps32·40 / N relative scale
             assert replicates[name][b] == pytest.approx(want[name], abs=4 * 40 * float(np.finfo(np.float32).eps))
-    assert D.terms_from_losses(losses)["nll_refinement"] == pytest.approx(row["nll_refinement"], abs=0)
+
+
+def _temperature_root(log_p, labels):
+    """β = 1/T where the mean NLL of softmax(β·log p) is flat, by scipy's ``brentq`` on its derivative
+    g(β) = mean(E_q[z] − z_y) (z = log p, q = softmax(βz)) to 10⁻¹⁴, with the curvature h = mean Var_q[z] there:
+    no code of trustcal.calibration."""
+    from scipy import optimize, special
+
+    zy = log_p[np.arange(len(labels)), labels]
+
+    def moments(beta):
+        q = np.exp(special.log_softmax(beta * log_p, axis=1))
+        ez = (q * log_p).sum(axis=1)
+        return float(np.mean(ez - zy)), float(np.mean((q * log_p**2).sum(axis=1) - ez**2))
+
+    beta = optimize.brentq(lambda b: moments(b)[0], 1e-2, 1e2, xtol=1e-14, rtol=8 * EPS)
+    return beta, moments(beta)[1]
+
+
+def test_scores_csv_split_is_the_cross_fitted_temperature_scaling_written_out():
+    """scores.csv's four terms against the definition of docs/method.md §13.2 computed apart from the production
+    path: the folds :func:`~trustcal.measures.decomposition.stratified_folds` deals with the bootstrap seed, five
+    of them (the default ``refinement_folds``), β = 1/T of each fold found by :func:`_temperature_root` (another
+    root finder than the production's Newton iteration, warm-started across folds), the held-out predictions
+    softmax(β·log p) mixed with the uniform at 1/(n_fit + 1), and the mean losses over all samples.
+
+    Tolerance: the production stops with |g| ≤ 10⁻¹⁰ or a bracket of relative width 10⁻¹⁰, so its β is within
+    10⁻¹⁰·max(1/h, β, 1) of the root, ours within 10⁻¹⁴ + 8·eps·β; a held-out loss moves with β by at most the
+    range of log p of its row (NLL: |E_q[z] − z_y|) or twice that (Brier: Σ_k 2|q_k − y_k|·|∂q_k/∂β|, with
+    |∂q_k/∂β| ≤ q_k·range); the rest is float64 rounding of sums of N terms (64·N·eps). Fitting on 2 folds, or
+    a T 5 % off (a change of about 0.05·β·spread in the held-out losses), is far outside it."""
+    rng = np.random.default_rng(5)
+    probs, labels = calibrated(600, 4, rng)
+    probs = softmax(np.log(probs) / 0.5)  # over-confident: a calibration term well above 0
+    boot = BootstrapParams(resamples=5, seed=4)
+    row = score_tables([Predictions(1, "none", "test", probs, labels)], MetricParams(), boot)["scores"].iloc[0]
+    assert probs.min() > 1e-10  # log p is exact (no floor) on both sides
+    log_p = np.log(probs)
+    n, k = probs.shape
+    fold = D.stratified_folds(labels, 5, boot.seed)
+    refined = np.empty_like(probs)
+    slack = 0.0
+    for f in range(5):
+        fit = fold != f
+        beta, h = _temperature_root(log_p[fit], labels[fit])
+        held = ~fit
+        mix = 1.0 / (int(fit.sum()) + 1)
+        refined[held] = (1 - mix) * softmax(beta * log_p[held]) + mix / k
+        slack = max(slack, 1e-10 * max(1 / h, beta, 1.0) + 1e-14 + 8 * EPS * beta)
+    onehot = np.eye(k)[labels]
+    want = {
+        "nll_refinement": -np.mean(np.log(refined[np.arange(n), labels])),
+        "brier_refinement": np.mean(((refined - onehot) ** 2).sum(axis=1)),
+    }
+    want["nll_calibration"] = -np.mean(log_p[np.arange(n), labels]) - want["nll_refinement"]
+    want["brier_calibration"] = np.mean(((probs - onehot) ** 2).sum(axis=1)) - want["brier_refinement"]
+    spread = float(np.max(log_p.max(axis=1) - log_p.min(axis=1)))
+    for name, value in want.items():
+        tol = (2 if name.startswith("brier") else 1) * spread * slack + 64 * n * EPS
+        assert row[name] == pytest.approx(value, abs=tol), name
+    assert row["nll_calibration"] > 0.05  # over-confident: the split is not trivially 0
 
 
 def test_too_few_samples_give_nan():

@@ -675,6 +675,85 @@ def test_scalar_metrics_keys_and_consistency():
     assert all(isinstance(v, float) for v in out.values())
 
 
+# Twelve predictions of three classes, one per row: (probabilities, label). Sorted by confidence (the top
+# probability; the row order below is shuffled); ✓ right, ✗ wrong (p_y: the label's probability).
+SCALAR_ROWS = [
+    ([0.42, 0.30, 0.28], 0),  # r0  0.42 ✓
+    ([0.46, 0.34, 0.20], 1),  # r1  0.46 ✗ p_y 0.34
+    ([0.18, 0.52, 0.30], 2),  # r2  0.52 ✗ p_y 0.30
+    ([0.22, 0.20, 0.58], 2),  # r3  0.58 ✓
+    ([0.27, 0.10, 0.63], 0),  # r4  0.63 ✗ p_y 0.27
+    ([0.12, 0.68, 0.20], 1),  # r5  0.68 ✓
+    ([0.72, 0.18, 0.10], 0),  # r6  0.72 ✓
+    ([0.78, 0.12, 0.10], 1),  # r7  0.78 ✗ p_y 0.12
+    ([0.07, 0.10, 0.83], 2),  # r8  0.83 ✓
+    ([0.05, 0.87, 0.08], 0),  # r9  0.87 ✗ p_y 0.05
+    ([0.03, 0.93, 0.04], 1),  # r10 0.93 ✓
+    ([0.01, 0.02, 0.97], 2),  # r11 0.97 ✓
+]
+SCALAR_ORDER = [7, 2, 11, 0, 9, 4, 1, 10, 5, 8, 3, 6]
+# By hand. |hit − conf| per row: .58 .46 .52 .42 .63 .32 .28 .78 .17 .87 .07 .03 (sum 5.13).
+# 10 equal-width bins hold the pairs (r0 r1) (r2 r3) … (r10 r11): gaps |½ − .44| = .06, |½ − .55| = .05,
+#   |½ − .655| = .155, |½ − .75| = .25, |½ − .85| = .35, |1 − .95| = .05, each ×2 → 1.83.
+# 15 equal-width bins (edges k/15): (r0 r1) .06·2, r2 .52, r3 .42, r4 .63, (r5 r6) |1 − .70|·2 = .6, r7 .78,
+#   r8 .17, (r9 r10) |½ − .90|·2 = .8, r11 .03 → 4.07.
+# 10 equal-mass bins of 12 ranks (⌊10r/12⌋): the pairs (r0 r1) and (r6 r7), the rest alone:
+#   5.13 − (.58 + .46) + .12 − (.28 + .78) + .5 = 3.65. 15 equal-mass bins (⌊15r/12⌋): every rank alone, 5.13.
+# NetTrustScore (α = β = 1): the confidence of a right answer, 1 − it of a wrong one: 5.13 + 1.74 = 6.87.
+SCALAR_BY_HAND = {
+    "accuracy": 7 / 12,
+    "mean_confidence": 8.39 / 12,
+    "confidence_correct": (0.42 + 0.58 + 0.68 + 0.72 + 0.83 + 0.93 + 0.97) / 7,
+    "confidence_incorrect": (0.46 + 0.52 + 0.63 + 0.78 + 0.87) / 5,
+    "nll": -np.mean(np.log([0.42, 0.34, 0.30, 0.58, 0.27, 0.68, 0.72, 0.12, 0.83, 0.05, 0.93, 0.97])),
+    "ece": 1.83 / 12,
+    "ece_10": 1.83 / 12,
+    "ece_15": 4.07 / 12,
+    "ece_mass_10": 3.65 / 12,
+    "ece_mass_15": 5.13 / 12,
+    "mce_10": 0.35,
+    "mce_15": 0.78,
+    "net_trust_score": 6.87 / 12,
+}
+
+
+def test_scalar_metrics_and_the_scores_csv_row_equal_hand_computed_values():
+    """Every column of scalar_metrics that is a plain sum over a dozen predictions, worked out by hand (the
+    comments above SCALAR_BY_HAND), in scalar_metrics and in scores.csv's row (score_tables): a column computed
+    wrongly, or two columns swapped, fails here. The hand values are distinct, so a swap shows. Tolerance: the
+    sums of twelve numbers ≤ 1 in float64 on either side, 16·N·eps; the inputs are decimal literals on both
+    sides. The Brier score is the definition on the same rows; the other columns equal their own functions on
+    these predictions (tested by value in their modules)."""
+    from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+
+    probs = np.array([SCALAR_ROWS[i][0] for i in SCALAR_ORDER])
+    labels = np.array([SCALAR_ROWS[i][1] for i in SCALAR_ORDER])
+    assert len(set(SCALAR_BY_HAND.values())) == len(SCALAR_BY_HAND) - 1  # distinct, but ece = ece_10
+    out = M.scalar_metrics(probs, labels)
+    row = score_tables([Predictions(1, "none", "test", probs, labels)], MetricParams())["scores"].iloc[0]
+    tol = 16 * len(labels) * float(np.finfo(float).eps)
+    for name, value in SCALAR_BY_HAND.items():
+        assert out[name] == pytest.approx(value, abs=tol), name
+        assert row[name] == pytest.approx(value, abs=tol), name
+    brier = np.mean(np.sum((probs - np.eye(3)[labels]) ** 2, axis=1))
+    assert out["brier"] == pytest.approx(brier, abs=tol) and row["brier"] == pytest.approx(brier, abs=tol)
+    own = {
+        "classwise_ece": M.classwise_ece(probs, labels, 10),
+        "smece": M.smece(probs, labels),
+        "ks_error": M.ks_error(probs, labels),
+        "aurc": M.aurc(probs, labels),
+        "eaurc": M.eaurc(probs, labels),
+        "augrc": M.augrc(probs, labels),
+        "l2_ece": M.l2_ece(probs, labels, 15, "mass"),
+        "l2_ece_debiased": M.l2_ece(probs, labels, 15, "mass", debias=True),
+        **M.brier_decomposition(probs, labels, 10),
+        **M.geometric_metrics(probs, labels, eps=0.01, n_bins=10),
+    }
+    for name, value in own.items():
+        assert out[name] == pytest.approx(value, rel=1e-12, abs=1e-15), name
+        assert row[name] == pytest.approx(value, rel=1e-12, abs=1e-15), name
+
+
 @pytest.mark.parametrize("name", [f"{w}_{e}" for e in (1, 10, 100) for w in ("bef", "aft")])
 def test_scalar_metrics_on_author_mnist_files(mnist, name):
     probs, labels = mnist[name]
@@ -688,3 +767,22 @@ def test_scalar_metrics_on_author_mnist_files(mnist, name):
     # side tables work on the same data
     assert len(M.reliability_table(probs, labels)) == 110
     assert set(M.trust_density_table(probs, labels)["label"]) == set(range(10))
+
+
+def test_documented_defaults_and_the_empty_bins_message():
+    """What the docstrings promise where no other test reaches: the trust density's default grid is 201 points
+    from 0 to 1 (a step of 0.005); a trust spectrum over more labels than the predictions' columns has NaN for
+    the labels that do not occur; scalar_metrics refuses no ECE bins with its own message; geometric_bins'
+    documented defaults."""
+    q = np.array([0.2, 0.5, 0.9])
+    grid, density = M.trust_density(q)
+    assert grid.shape == density.shape == (201,) and (grid[0], grid[1], grid[-1]) == (0.0, 0.005, 1.0)
+    spectrum = M.trust_spectrum(HAND_P, HAND_Y, n_classes=HAND_P.shape[1] + 2)
+    assert spectrum.shape == (HAND_P.shape[1] + 2,) and np.isnan(spectrum[-2:]).all()
+    with pytest.raises(ValueError, match=r"^ece_bins must name at least one bin count$"):
+        M.scalar_metrics(HAND_P, HAND_Y, ece_bins=())
+    # Nelson's histogram: eps = 0.01 and 10 bins unless told, its singular flags a boolean column
+    probs, labels = random_predictions(300, 4, 2)
+    table = M.geometric_bins(probs, labels)
+    pd.testing.assert_frame_equal(table, M.geometric_bins(probs, labels, eps=0.01, n_bins=10))
+    assert table["singular"].dtype == bool

@@ -1,6 +1,7 @@
 """Tests of the subjective-logic operators (docs/method.md §4; Jøsang 2016 ch. 3 and 12)."""
 
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -195,14 +196,24 @@ def test_fuse_is_vectorised_over_other_axes():
 
 
 def test_invalid_arguments():
-    with pytest.raises(ValueError):
+    """Each guard raises its own message: an empty set of opinions would also fail later (numpy's minimum of an
+    empty array raises a ValueError of its own), so only the message shows that the guard is there."""
+    with pytest.raises(ValueError, match="method must be one of"):
         fuse(Opinion(np.array([0.5]), np.array([0.5]), np.array([0.0])), method="bogus")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^cannot fuse an empty set of opinions$"):
         fuse(Opinion(np.empty(0), np.empty(0), np.empty(0)))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^cannot fuse an empty set of opinions$"):
+        fuse(Opinion(np.empty((3, 0)), np.empty((3, 0)), np.empty((3, 0))), axis=1, method="weighted")
+    with pytest.raises(ValueError, match="fuse needs array fields"):
+        fuse(Opinion(0.5, 0.5, 0.0))
+    with pytest.raises(ValueError, match="evidence r and s must be non-negative"):
         opinion_from_evidence(-1.0, 0.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="weight W must be > 0"):
         opinion_from_evidence(1.0, 0.0, weight=0.0)
+    with pytest.raises(ValueError, match="method must be one of"):
+        fuse_evidence(np.ones(2), np.ones(2), method="bogus")
+    with pytest.raises(ValueError, match="evidence r and s must be non-negative"):
+        fuse_evidence(np.array([1.0, -1.0]), np.ones(2))
 
 
 # --- properties ---------------------------------------------------------------
@@ -294,3 +305,16 @@ def test_nearly_dogmatic_opinions_do_not_overflow():
     assert_valid(fuse(ops))
     ops = Opinion(np.array([0.5, 0.2]), np.array([0.5, 0.8 - 1e-300]), np.array([1e-300, 1e-300]))
     assert_same(fuse(ops), (0.35, 0.65, 5e-301, 0.5), atol=1e-12)
+
+
+def test_dogmatic_evidence_and_infinite_evidence_without_warnings():
+    """A dogmatic opinion (u = 0) has infinite evidence only on its committed side: (0, 1, 0) is r = 0, s = ∞;
+    infinite evidence on both sides gives the dogmatic (½, ½, 0) without a floating-point warning (inf/inf)."""
+    r, s = evidence_from_opinion(Opinion(0.0, 1.0, 0.0))
+    assert (r, s) == (0.0, math.inf)
+    r, s = evidence_from_opinion(Opinion(1.0, 0.0, 0.0))
+    assert (r, s) == (math.inf, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        op = opinion_from_evidence(math.inf, math.inf)
+    assert (op.b, op.d, op.u) == (0.5, 0.5, 0.0)

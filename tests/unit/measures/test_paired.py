@@ -1,7 +1,8 @@
 """Paired differences with seeds (trustcal.measures.paired; docs/method.md §12): the estimator on tiny
-arrays with hand-computed answers, the replicate helpers against the project's bootstrap and against the
-scores recomputed on the drawn rows, the per-seed arrays of the scores stage, the study's calibrator
-comparison, and the interval's coverage in simulated studies whose true difference is known."""
+arrays with hand-computed answers, the paired replicates the workflow writes (the scores stage's
+``paired.npz``, the ``trust_bootstrap`` stage's opinions) against the scores and opinions recomputed on the
+drawn rows, the study's calibrator comparison, and the interval's coverage in simulated studies whose true
+difference is known."""
 
 import functools
 import math
@@ -17,16 +18,13 @@ from trustcal.measures.bootstrap import BootstrapParams, bootstrap_scores, resam
 from trustcal.measures.paired import (
     PAIRED_KEYS,
     paired_arrays,
-    paired_difference,
     paired_interval,
     paired_interval_from_intervals,
-    paired_opinions,
-    paired_scores,
     stack_seeds,
     t_quantile,
     variance_terms,
 )
-from trustcal.measures.trust import TrustParams, trust_opinions
+from trustcal.measures.trust import trust_opinions
 from trustcal.reporting.tables import MetricParams, Predictions, score_tables
 
 EPS = np.finfo(float).eps
@@ -87,6 +85,15 @@ def test_negative_shared_covariance_counts_as_none():
     )
 
 
+def test_two_resamples_are_enough_for_the_test_set_term():
+    """B = 2: the test-set term is measured (B − 1 = 1 degree of freedom), as with more resamples. Every seed
+    moves by ±0.5 on the two resamples: T = Var_b(e) = 0.5, half-width √(t₁² · 0.5 + t₂² · 1/3)."""
+    e = np.array([-0.5, 0.5])
+    iv = paired_interval(POINTS, POINTS[:, None] + e)
+    half = math.sqrt(stats.t.ppf(0.975, 1) ** 2 * 0.5 + stats.t.ppf(0.975, 2) ** 2 / 3)
+    assert float(iv.hi) - 2.0 == pytest.approx(half, rel=64 * EPS)
+
+
 def test_test_term_is_the_mean_cross_seed_covariance():
     rng = np.random.default_rng(0)
     reps = rng.normal(size=(4, 50)) + rng.normal(size=50)  # 4 seeds sharing a common part
@@ -108,7 +115,7 @@ def test_without_replicates_only_the_seeds_count():
         stats.t.interval(LEVEL, 2, loc=2.0, scale=stats.sem(POINTS)), rel=64 * EPS
     )
     one = paired_interval(np.array([0.3]))
-    assert float(one.lo) == float(one.hi) == 0.3 and np.isnan(one.se)
+    assert float(one.lo) == float(one.hi) == 0.3 and np.isnan(one.se) and np.isnan(one.df)
 
 
 def test_from_intervals_equals_the_replicates_interval_when_the_seeds_share_all_test_noise():
@@ -149,7 +156,9 @@ def test_from_intervals_with_one_seed_is_its_interval_and_bad_cells_are_nan():
     iv = paired_interval_from_intervals(np.array([[0.1], [np.nan]]), np.array([[0.0], [0.0]]), np.array([[0.3], [1]]))
     assert (iv.lo[0], iv.hi[0], iv.estimate[0]) == (0.0, 0.3, 0.1) and np.isnan([iv.lo[1], iv.hi[1]]).all()
     two = paired_interval_from_intervals(np.array([1.0, np.nan]), np.zeros(2), np.ones(2) * 2)
-    assert np.isnan([two.estimate, two.lo, two.hi]).all()
+    assert np.isnan([two.estimate, two.lo, two.hi, two.se, two.df]).all()
+    three = paired_interval_from_intervals(POINTS, POINTS - 1, POINTS + 1)
+    assert float(three.df) == 2.0  # S − 1 degrees of freedom of the seed term
     with pytest.raises(ValueError, match="one shape"):
         paired_interval_from_intervals(POINTS, POINTS[:2], POINTS)
 
@@ -178,10 +187,12 @@ def test_a_missing_resample_is_left_out_for_every_seed_and_a_missing_seed_value_
 
 
 def test_swapping_the_states_mirrors_the_interval():
+    """A − B and B − A (as the study and the questions take them: the difference of the two states' arrays,
+    then :func:`paired_interval`) give mirrored intervals."""
     rng = np.random.default_rng(3)
     a, b = rng.normal(size=(2, 5)), rng.normal(size=(2, 5))
     ra, rb = a[..., None] + rng.normal(size=(2, 5, 40)), b[..., None] + rng.normal(size=(2, 5, 40))
-    ab, ba = paired_difference(a, b, ra, rb), paired_difference(b, a, rb, ra)
+    ab, ba = paired_interval(a - b, ra - rb), paired_interval(b - a, rb - ra)
     np.testing.assert_allclose(ab.estimate, -ba.estimate, rtol=0, atol=8 * EPS)
     np.testing.assert_allclose(ab.lo, -ba.hi, rtol=0, atol=64 * EPS)
 
@@ -191,8 +202,8 @@ def test_shapes_are_checked():
         paired_interval(np.zeros(3), np.zeros((4, 10)))
     with pytest.raises(ValueError, match="level must be in"):
         paired_interval(np.zeros(3), level=95)
-    with pytest.raises(ValueError, match="both states or of neither"):
-        paired_difference(np.zeros(3), np.zeros(3), np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="seeds on their last axis"):
+        paired_interval(np.zeros(0))
 
 
 # --------------------------------------------------------------------------- replicates of the project's scores
@@ -207,48 +218,85 @@ def _predictions(n=300, k=4, seed=5, temperature=1.0):
     return probs / probs.sum(1, keepdims=True), labels
 
 
-def test_paired_scores_are_the_scores_of_both_states_on_the_same_drawn_rows():
+def test_paired_arrays_are_the_scores_of_both_states_on_the_same_drawn_rows():
+    """The scores stage's ``paired.npz`` (:func:`score_tables` keeping its replicates, :func:`paired_arrays`
+    stacking them): the difference of two calibration states of the same test samples is, at index 0, that of
+    :func:`~trustcal.measures.metrics.scalar_metrics` on the whole test set and, at index b, that of the
+    scores recomputed on the rows resample b drew (the same rows for both states)."""
     probs_a, labels = _predictions()
     probs_b, _ = _predictions(temperature=2.5)  # the same logits, softened: the same samples
-    counts = resample_counts(len(labels), BootstrapParams(resamples=4, seed=9))
-    params = MetricParams()
-    got = paired_scores(probs_a, probs_b, labels, counts, params)
+    boot = BootstrapParams(resamples=4, seed=9)
+    preds = [Predictions(1, "none", "test", probs_a, labels), Predictions(1, "temperature", "test", probs_b, labels)]
+    kept: dict = {}
+    score_tables(preds, MetricParams(), bootstrap=boot, kept=kept)
+    arrays = paired_arrays(kept, boot)
+    assert list(arrays["calibrators"]) == ["none", "temperature"]
+    names = list(arrays["metrics"])
+    assert {"accuracy", "nll", "brier", "ece", "aurc", "augrc", "net_trust_score"} <= set(names)
+    diff = arrays["scores"][0, 0].astype(float) - arrays["scores"][0, 1].astype(float)  # metrics × (B + 1)
+    counts = resample_counts(len(labels), boot)  # the resamples score_tables draws
     n = len(labels)
-    # float32 per-sample terms, ≤ 27.7 each (−log 1e-12), summed over n: n·eps32·27.7 bounds each side's error
-    tol = 2 * n * EPS32 * 27.7
-    for name in ("accuracy", "nll", "brier", "ece", "ece_mass_15", "aurc", "augrc"):
+    # float32 per-sample terms, ≤ 27.7 each (−log 1e-12), summed over n: n·eps32·27.7 bounds each side's error;
+    # the float32 storage of each side (≤ 27.7) adds half an ulp of it
+    tol = 2 * n * EPS32 * 27.7 + 27.7 * EPS32
+    for name in ("accuracy", "nll", "brier", "ece", "aurc", "augrc", "net_trust_score"):
+        m = names.index(name)
         whole = metrics.scalar_metrics(probs_a, labels)[name] - metrics.scalar_metrics(probs_b, labels)[name]
-        assert got[name][0] == pytest.approx(whole, abs=tol), name
-        for b in range(4):
+        assert diff[m, 0] == pytest.approx(whole, abs=tol), name
+        for b in range(boot.resamples):
             rows = np.repeat(np.arange(n), counts[b].astype(int))
-            if name == "ece_mass_15":  # fixed bins of the full test set: not recomputed on the drawn rows
-                continue
             drawn = (
                 metrics.scalar_metrics(probs_a[rows], labels[rows])[name]
                 - metrics.scalar_metrics(probs_b[rows], labels[rows])[name]
             )
-            assert got[name][b + 1] == pytest.approx(drawn, abs=tol), (name, b)
-    alone = (
-        bootstrap_scores(probs_a, labels, counts, params)["ece"]
-        - bootstrap_scores(probs_b, labels, counts, params)["ece"]
+            assert diff[m, b + 1] == pytest.approx(drawn, abs=tol), (name, b)
+
+
+def test_trust_bootstrap_pairs_both_states_on_the_same_drawn_rows(tmp_path):
+    """The opinions of the verdict's paired differences: the ``trust_bootstrap`` stage's arrays (resamples of
+    the test set, before and after temperature scaling) read with ``trust.csv``'s rows as the verdict reads them
+    (:func:`trustcal.reporting.verdict.runs.run_from_tables`). Row 0 is Algorithm 1 on the whole test set, row b
+    Algorithm 1 on the rows resample b drew, the same rows for both states, so after − before on row b is the
+    difference of Algorithm 1 of the two states on those rows."""
+    from trustcal import stages
+    from trustcal.files import write_npz
+    from trustcal.reporting.tables import trust_table
+    from trustcal.reporting.verdict.runs import AFTER, BEFORE, COMPONENTS, run_from_tables
+    from trustcal.settings import Settings
+
+    rng = np.random.default_rng(5)
+    k = 4
+    labels = {split: rng.integers(0, k, n) for split, n in (("test", 300), ("val", 200))}
+    logits = {split: (rng.normal(size=(len(y), k)) + 3.0 * np.eye(k)[y]) * 2.5 for split, y in labels.items()}
+    path = tmp_path / "logits" / "epoch001.npz"
+    write_npz(
+        path, **{f"{split}_logits": z for split, z in logits.items()}, **{f"{s}_labels": y for s, y in labels.items()}
     )
-    np.testing.assert_allclose(got["ece"][1:], alone, rtol=0, atol=tol)  # float32 products, blocked differently
-
-
-def test_paired_opinions_are_algorithm_1_of_both_states_on_the_same_drawn_rows():
-    probs_a, labels = _predictions()
-    probs_b, _ = _predictions(temperature=2.5)
-    counts = resample_counts(len(labels), BootstrapParams(resamples=3, seed=4))
-    params = TrustParams(clusters=5)
-    got = paired_opinions(probs_a, probs_b, labels, counts, params)
+    calibrated = tmp_path / "temperature.npz"
+    stages.calibrate_stage([str(path)], calibrated, tmp_path / "temperature.csv", method="temperature")
+    settings = Settings.from_config({"clusters": 5, "bootstrap": {"resamples": 3, "seed": 4, "level": 0.95}})
+    out = tmp_path / "trust_bootstrap.npz"
+    stages.trust_bootstrap_stage([str(path)], str(calibrated), out, settings)
+    preds = list(stages.load_predictions([str(path)], [str(calibrated)], splits=("test",)))
+    run = run_from_tables(
+        trust_table(preds, settings.trust), pd.DataFrame(dict(epoch=[1])), dict(np.load(out, allow_pickle=False))
+    )
+    assert run.resamples == 3
+    state = {p.calibrator: p for p in preds}
+    counts = resample_counts(len(labels["test"]), settings.bootstrap)
+    n = len(labels["test"])
     for b in range(4):
-        rows = np.arange(len(labels)) if b == 0 else np.repeat(np.arange(len(labels)), counts[b - 1].astype(int))
-        want = (
-            trust_opinions(probs_a[rows], labels[rows], params)["belief"].to_numpy()
-            - trust_opinions(probs_b[rows], labels[rows], params)["belief"].to_numpy()
+        rows = np.arange(n) if b == 0 else np.repeat(np.arange(n), counts[b - 1].astype(int))
+        before, after = (
+            trust_opinions(state[c].probs[rows], labels["test"][rows], settings.trust) for c in ("none", "temperature")
         )
-        # the same sums in another order: float64 rounding of ~N terms on each side
-        np.testing.assert_allclose(got["belief"][b], want, rtol=0, atol=2 * len(labels) * EPS)
+        assert not np.allclose(before["belief"], after["belief"])  # two states that differ
+        for component in COMPONENTS:
+            got = run.opinions[component][b, 0, AFTER] - run.opinions[component][b, 0, BEFORE]
+            want = after[component].to_numpy() - before[component].to_numpy()
+            # float32 storage of the resamples (values in [0, 1]: half an ulp, eps32/2, per state) and the same
+            # float64 sums of ~n terms in another order
+            np.testing.assert_allclose(got, want, rtol=0, atol=EPS32 + 2 * n * EPS)
 
 
 def _tables_with_kept(epochs=(1, 2), resamples=12):

@@ -235,3 +235,25 @@ def test_trustcal_assess_writes_selective_csv(tmp_path):
     assert (table.groupby(["epoch", "calibrator"])["score"].apply(list) == [list(SCORES)] * 4).all()
     assert table["diff_aurc_lo"].notna().all() and (table["aurc_lo"] <= table["aurc_hi"]).all()
     assert (out / "smooth_reliability.csv").is_file()
+
+
+def test_grouped_scores_beyond_the_joint_group_limit_are_each_the_areas_of_the_drawn_rows():
+    """Two scores of 12 values each (grouped on their own) whose joint groups exceed the 128 a single product
+    takes: each is done alone, and each resample's AURC and AUGRC are those of the rows it drew
+    (:func:`selective_areas` on the drawn copies; float32 sums of at most N counts, exact below 2^24, and float64
+    areas of N terms: 64·N·eps)."""
+    from trustcal.measures.bootstrap import bootstrap_selective_scores
+
+    rng = np.random.default_rng(12)
+    n = 400
+    scores = {"a": rng.integers(0, 12, n) / 12, "b": rng.integers(0, 12, n) / 11}
+    hit = (rng.random(n) < 0.7).astype(float)
+    assert len(set(zip(scores["a"], scores["b"]))) > 128
+    counts = resample_counts(n, BootstrapParams(resamples=3, seed=1))
+    got = bootstrap_selective_scores(scores, hit, counts)
+    for name, score in scores.items():
+        for b in range(3):
+            rows = np.repeat(np.arange(n), counts[b].astype(int))
+            aurc, augrc = selective_areas(score[rows], hit[rows])
+            assert got[name]["aurc"][b] == pytest.approx(aurc, abs=64 * n * np.finfo(float).eps), (name, b)
+            assert got[name]["augrc"][b] == pytest.approx(augrc, abs=64 * n * np.finfo(float).eps), (name, b)

@@ -28,8 +28,8 @@ that one trained pair of models, not the mean over training seeds.
 
 Every function takes the per-seed values with the seeds on the last axis (``points``: … × S) and
 the replicates with seeds then resamples last (``replicates``: … × S × B), so whole tables (epochs ×
-calibrators × metrics) go in one call. Index 0 of the arrays of :func:`paired_scores` and
-:func:`paired_opinions` is the full test set and 1 … B the resamples, as in the verdict's runs.
+calibrators × metrics) go in one call. Index 0 of the last axis of :func:`paired_arrays`'s scores is the
+full test set and 1 … B the resamples, as in the verdict's runs.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores
-from trustcal.measures.trust import TrustParams
+from trustcal.measures.bootstrap import BootstrapParams
 
 # the scores kept per (epoch, calibrator) in a seed's paired.npz, when the scores stage computes them
 PAIRED_METRICS = (
@@ -275,46 +274,6 @@ def paired_interval_from_intervals(points, lo, hi, level: float = 0.95) -> Paire
         np.where(bad, nan, np.sqrt(se_test**2 + seed)),
         np.where(bad, nan, float(n_seeds - 1)),
     )
-
-
-def paired_difference(points_a, points_b, replicates_a=None, replicates_b=None, level: float = 0.95) -> PairedInterval:
-    """:func:`paired_interval` of A − B, from each state's per-seed values (… × S) and replicates
-    (… × S × B, on the same resamples)."""
-    points = np.asarray(points_a, dtype=float) - np.asarray(points_b, dtype=float)
-    if (replicates_a is None) != (replicates_b is None):
-        raise ValueError("give the replicates of both states or of neither")
-    replicates = None
-    if replicates_a is not None:
-        replicates = np.asarray(replicates_a, dtype=float) - np.asarray(replicates_b, dtype=float)
-    return paired_interval(points, replicates, level)
-
-
-def _with_full_set(counts: np.ndarray) -> np.ndarray:
-    """The counts with a first row of ones: the full test set as resample 0."""
-    counts = np.asarray(counts, dtype=np.float32)
-    return np.vstack([np.ones((1, counts.shape[1]), dtype=np.float32), counts])
-
-
-def paired_scores(probs_a, probs_b, labels, counts, params) -> dict[str, np.ndarray]:
-    """A − B of every score of :func:`~trustcal.measures.bootstrap.bootstrap_scores`, each a length
-    B + 1 array: index 0 on the full test set, 1 … B on the resamples ``counts`` (B × N), the same
-    resample for both states. The full-test-set value is the bootstrap formula with every count 1,
-    equal to :func:`~trustcal.measures.metrics.scalar_metrics` to float32 rounding of the per-sample
-    terms."""
-    full = _with_full_set(counts)
-    a = bootstrap_scores(probs_a, labels, full, params)
-    b = bootstrap_scores(probs_b, labels, full, params)
-    return {name: a[name] - b[name] for name in a}
-
-
-def paired_opinions(probs_a, probs_b, labels, counts, params: TrustParams = TrustParams()) -> dict[str, np.ndarray]:
-    """A − B of the class and network opinions (``belief``, ``disbelief``, ``uncertainty``), each
-    (B + 1) × (K + 1): row 0 the full test set, rows 1 … B the resamples ``counts``, as
-    :func:`~trustcal.measures.bootstrap.bootstrap_opinions` computes them (cumulative fusion)."""
-    full = _with_full_set(counts)
-    a = bootstrap_opinions(probs_a, labels, full, params)
-    b = bootstrap_opinions(probs_b, labels, full, params)
-    return {name: a[name] - b[name] for name in a}
 
 
 def paired_arrays(
