@@ -1,1 +1,2 @@
-"""The paper's networks and their training: models, the stacked multi-seed engine, the resumable loop."""
+"""The networks and their training: the paper's two (models), the others (networks), the stacked multi-seed engine
+and the plain trainer (engine), the resumable loop."""
