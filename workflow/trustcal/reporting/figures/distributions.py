@@ -230,8 +230,6 @@ def trust_spectrum(
     chosen = chosen_epochs(history)
     test = select_chosen(with_state(spectrum[spectrum["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
-    if test["label"].nunique() > MANY_LABELS:
-        return _sorted_spectrum(test, chosen, title, paths, scores)
     nts = None
     if scores is not None:
         s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
@@ -239,6 +237,8 @@ def trust_spectrum(
     columns, states = chosen_columns(chosen), states_of(test)
     size = (COLUMN_WIDTH + 0.6, 2.6) if len(columns) == 1 else None
     fig, axes = new_figure("trust_spectrum", size=size, ncols=len(columns), sharey=True, squeeze=False)
+    if test["label"].nunique() > MANY_LABELS:
+        return _sorted_spectrum(test, fig, axes[0], columns, states, nts, title, paths)
     names = named_classes(classes)
     bar = 0.8 / len(states)
     for ax, (which, which_title) in zip(axes[0], columns):
@@ -272,19 +272,13 @@ def trust_spectrum(
 
 
 def _sorted_spectrum(
-    test: pd.DataFrame, chosen: pd.DataFrame, title: str, paths: Sequence[str | Path], scores: pd.DataFrame | None
+    test: pd.DataFrame, fig: plt.Figure, axes, columns, states, nts, title: str, paths: Sequence[str | Path]
 ) -> plt.Figure:
-    """The trust spectrum of many labels: per state, T(z) of every label (mean over seeds) sorted from the
-    highest, against the label's rank; labels without a test sample (T undefined) left out."""
-    nts = None
-    if scores is not None:
-        s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
-        nts = s.groupby(["which", "state"])["net_trust_score"].mean()
-    columns, states = chosen_columns(chosen), states_of(test)
-    size = (COLUMN_WIDTH + 0.6, 2.6) if len(columns) == 1 else None
-    fig, axes = new_figure("trust_spectrum", size=size, ncols=len(columns), sharey=True, squeeze=False)
+    """The trust spectrum of many labels, drawn into ``axes`` (a panel per column of :func:`trust_spectrum`):
+    per state, T(z) of every label (mean over seeds) sorted from the highest, against the label's rank; labels
+    without a test sample (T undefined) left out."""
     k, ranked = test["label"].nunique(), 1
-    for ax, (which, which_title) in zip(axes[0], columns):
+    for ax, (which, which_title) in zip(axes, columns):
         d = _mean_sd(test[test["which"] == which], ["state", "label"], "trust")
         for state in states:
             values = d.loc[d["state"] == state, "mean"].to_numpy(dtype=float)
@@ -299,7 +293,7 @@ def _sorted_spectrum(
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5, integer=True, min_n_ticks=2))
         ax.set_xlabel("Label rank (by T(z), highest first)")
         ax.set_ylabel("Trust spectrum T(z)" if which == columns[0][0] else "")
-    for ax in axes[0]:
+    for ax in axes:
         ax.set_xlim(1, max(ranked, 2))
     unseen = f"{k - ranked} of the {k} labels have no test sample (T undefined)" if ranked < k else ""
     fig.suptitle(heading(title, f"trust spectrum on the test set, {ranked} labels sorted"))

@@ -129,10 +129,7 @@ def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, classe
                 ax=ax,
                 linewidth=0.9,
             )
-            ax.set_title(name if row == 0 else "")
-            ax.set_xlabel("Epoch" if row == len(states) - 1 else "")
-            ax.set_ylabel(f"{state}\n{component} (opinion mass)" if col == 0 else f"{component} (opinion mass)")
-            integer_epochs(ax)
+            _label_state_panel(ax, name, component, state, row == 0, row == len(states) - 1, col == 0)
     for ax in axes[:, 2]:
         plain_numbers(ax)
     label_colourbar(fig, axes, k, classes, shrink=0.85, pad=0.01)
@@ -158,15 +155,20 @@ def _trust_grid_across_labels(per_label: pd.DataFrame, title: str, paths) -> plt
             epochs = values.columns.to_numpy()
             ax.fill_between(epochs, lo, hi, color=colour, alpha=0.25, linewidth=0)
             ax.plot(epochs, mid, color=colour, linewidth=1.1)
-            ax.set_title(name if row == 0 else "")
-            ax.set_xlabel("Epoch" if row == len(states) - 1 else "")
-            ax.set_ylabel(f"{state}\n{component} (opinion mass)" if col == 0 else f"{component} (opinion mass)")
-            integer_epochs(ax)
+            _label_state_panel(ax, name, component, state, row == 0, row == len(states) - 1, col == 0)
     for ax in axes[:, 2]:
         plain_numbers(ax)
     fig.suptitle(heading(title, f"trust opinion across {labels} labels on the test set ({seed_note(per_label)})"))
     figure_legend(fig, label_band_handles(), "")
     return save(fig, paths)
+
+
+def _label_state_panel(ax, name: str, component: str, state: str, top: bool, bottom: bool, left: bool) -> None:
+    """The titles of a panel of the paper's trust-grid layout (rows: states, columns: b/d/u)."""
+    ax.set_title(name if top else "")
+    ax.set_xlabel("Epoch" if bottom else "")
+    ax.set_ylabel(f"{state}\n{component} (opinion mass)" if left else f"{component} (opinion mass)")
+    integer_epochs(ax)
 
 
 def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
