@@ -334,11 +334,6 @@ class Setup:
             and self.recipe.is_paper
         )
 
-    @property
-    def paper_dataset(self) -> str | None:
-        """The paper's dataset this run repeats the paper on (its claims are judged on it), else None."""
-        return self.dataset.name if self.is_paper else None
-
 
 class RegistryError(TrustcalError):
     """A dataset, network or recipe the registry does not know, or a setup that does not fit together."""
