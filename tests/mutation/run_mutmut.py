@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     survivors = sorted(n for n in drawn if status.get(n, "not checked") not in KILLED)
     minutes = (time.monotonic() - start) / 60
     lines = [
-        f"mutmut {mutmut('--version').stdout.strip()}: {len(drawn)} of {len(names)} mutants (seed {args.seed}), "
+        f"{mutmut('--version').stdout.strip()}: {len(drawn)} of {len(names)} mutants (seed {args.seed}), "
         f"{minutes:.0f} min",
         f"statuses: {dict(sorted(got.items()))}",
         f"score: {killed}/{len(drawn)} = {100 * killed / max(len(drawn), 1):.1f} % killed",
