@@ -77,7 +77,7 @@ def test_the_report_builds_in_a_fresh_workflow_environment(finished, tmp_path):
     assert done.returncode != 0 and "pygments must be installed" in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("datasets", [["mnist"], ["mnist", "cifar10"]])
+@pytest.mark.parametrize("datasets", [["mnist"], ["mnist", "cifar10"], ["mnist", "svhn", "c10_resnet"]])
 def test_the_report_landing_page_describes_the_run(datasets):
     """workflow/report/workflow.rst, rendered as Snakemake renders it (Jinja2, then docutils), from a config."""
     from docutils.core import publish_parts
@@ -90,6 +90,7 @@ def test_the_report_landing_page_describes_the_run(datasets):
             "epochs": 3,
             "calibration": {"methods": ["isotonic"], "fit_on": "validation"},
             "external": {},
+            "setups": {"c10_resnet": {"dataset": "cifar10", "network": "resnet20"}},
         }
 
     source = (REPO / "workflow" / "report" / "workflow.rst").read_text()
@@ -98,6 +99,9 @@ def test_the_report_landing_page_describes_the_run(datasets):
     assert "for 3 epochs" in page and "(temperature, isotonic)" in page
     assert "MLP on MNIST (3 seeds: 0, 1, 2)" in page if datasets == ["mnist"] else "(1 seed: 0)" in page
     assert ("CIFAR-10" in page) == ("cifar10" in datasets)
+    if "svhn" in datasets:  # runs beyond the paper's two: named, with their setup
+        assert "the run svhn: the default network on svhn (1 seed: 0)" in page
+        assert "the run c10_resnet: resnet20 on cifar10 (1 seed: 0)" in page
 
 
 @slow
