@@ -380,7 +380,7 @@ def test_a_setup_names_its_dataset_network_and_recipe(paper):
         ({"dataset": "cifar10", "recipe": {"lr": 0.1}}, "unknown recipe field(s) lr"),
         ({"dataset": {"kind": "folder", "path": "x"}}, "a dataset of your own needs kind: imagefolder or npz"),
         ({"dataset": {"kind": "npz"}}, "a dataset of kind npz needs path:"),
-        ({"dataset": "cifar10", "nework": "resnet20"}, "unknown field(s) nework"),
+        ({"dataset": "cifar10", "nework": "resnet20"}, "unknown key 'nework' (did you mean 'network'?)"),
     ],
 )
 def test_a_bad_setup_is_one_line_naming_it_and_the_fix(paper, setup, message):
