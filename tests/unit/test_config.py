@@ -342,7 +342,8 @@ def test_the_workflow_names_the_line_and_column_of_a_config_yaml_that_is_not_yam
 def test_a_setup_names_its_dataset_network_and_recipe(paper):
     """A run under setups: resolves to its dataset, network and recipe; checksums are keyed by the dataset the
     run reads, seeds by the run; the top-level batch_size and learning_rate make the recipe of a run that names none."""
-    from trustcal.config import run_setups, setup_of, setup_params
+    from trustcal.config import run_setups
+    from trustcal.registry import setup_of, setup_params
 
     config = {
         **paper,

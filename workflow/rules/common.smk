@@ -18,9 +18,9 @@ from trustcal.config import (
     load_schema,
     per_dataset,
     run_setups,
-    setup_params,
     validate_config,
 )
+from trustcal.registry import setup_params
 from trustcal.codedigest import stage_digest
 
 # The trustcal package the jobs run (this checkout's, else the installed one).
@@ -121,7 +121,7 @@ def user_classes(wildcards):
 
 
 def run_setup(wildcards):
-    """The `setup` param of a run's jobs (trustcal.config.setup_params): what they train and evaluate."""
+    """The `setup` param of a run's jobs (trustcal.registry.setup_params): what they train and evaluate."""
     return setup_params(config, wildcards.dataset)
 
 

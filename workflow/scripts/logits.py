@@ -4,7 +4,7 @@ from _common import run
 def main(sm):
     import torch
 
-    from trustcal.config import setup_of
+    from trustcal.registry import setup_of
     from trustcal.stages import logits_stage
     from trustcal.training.engine import keep_freed_memory_in_process
 

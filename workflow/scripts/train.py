@@ -9,7 +9,7 @@ def main(sm):
     flush_denormals_in_this_process()  # first, before PyTorch starts its worker threads
     keep_freed_memory_in_process()
 
-    from trustcal.config import setup_of
+    from trustcal.registry import setup_of
     from trustcal.stages import train_stage
 
     histories = sm.output.history

@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 
 from trustcal.errors import TrustcalError, yaml_problem
-from trustcal.registry import DATASETS, Recipe, RegistryError, Setup, resolve_setup
+from trustcal.registry import DATASETS, RegistryError, Setup, base_recipe, resolve_setup
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -208,12 +208,6 @@ def per_dataset(config: dict, key: str, dataset: str):
     return value[dataset] if isinstance(value, dict) else value
 
 
-def base_recipe(config: Mapping) -> Recipe:
-    """The recipe of a run whose setup names none: the paper's, at the configuration's top-level
-    ``batch_size`` and ``learning_rate``."""
-    return Recipe(batch_size=config.get("batch_size", 32), learning_rate=config.get("learning_rate", 1e-3))
-
-
 def run_setups(config: Mapping) -> dict[str, Setup]:
     """Each run of ``datasets:`` as a :class:`trustcal.registry.Setup` (raises :class:`RegistryError`)."""
     base = base_recipe(config)
@@ -228,23 +222,6 @@ def data_entries(config: Mapping) -> dict[str, str | dict]:
         entry = ((config.get("setups") or {}).get(name) or {}).get("dataset")
         out.setdefault(setup.dataset.name, dict(entry) if isinstance(entry, Mapping) else setup.dataset.name)
     return out
-
-
-def setup_of(params: Mapping) -> Setup:
-    """The setup a job's ``setup`` param describes (:func:`setup_params`)."""
-    entry = params.get("entry")
-    return resolve_setup(params["name"], {params["name"]: entry} if entry else {}, Recipe(**params["base"]))
-
-
-def setup_params(config: Mapping, name: str) -> dict:
-    """A run's ``setup`` param: what resolves it (its name, its ``setups:`` entry, the top-level recipe), plain
-    data, so that a change of any reruns the jobs that read it."""
-    base = base_recipe(config)
-    return dict(
-        name=name,
-        entry=(config.get("setups") or {}).get(name),
-        base=dict(batch_size=base.batch_size, learning_rate=base.learning_rate),
-    )
 
 
 def _setup_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:

@@ -438,6 +438,29 @@ def resolve_setup(name: str, setups: Mapping | None = None, base: Recipe | None 
     )
 
 
+def base_recipe(config: Mapping) -> Recipe:
+    """The recipe of a run whose setup names none: the paper's, at the configuration's top-level
+    ``batch_size`` and ``learning_rate``."""
+    return Recipe(batch_size=config.get("batch_size", 32), learning_rate=config.get("learning_rate", 1e-3))
+
+
+def setup_of(params: Mapping) -> Setup:
+    """The setup a job's ``setup`` param describes (:func:`setup_params`)."""
+    entry = params.get("entry")
+    return resolve_setup(params["name"], {params["name"]: entry} if entry else {}, Recipe(**params["base"]))
+
+
+def setup_params(config: Mapping, name: str) -> dict:
+    """A run's ``setup`` param: what resolves it (its name, its ``setups:`` entry, the top-level recipe), plain
+    data, so that a change of any reruns the jobs that read it."""
+    base = base_recipe(config)
+    return dict(
+        name=name,
+        entry=(config.get("setups") or {}).get(name),
+        base=dict(batch_size=base.batch_size, learning_rate=base.learning_rate),
+    )
+
+
 def dataset_spec(name: str, entry: str | Mapping | None = None) -> DatasetSpec:
     """The dataset a job reads: the registered ``entry`` (or ``name``), or a user's, described by the mapping
     ``entry`` (a setup's ``dataset:``) and named ``name``."""

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 
 from trustcal import registry
-from trustcal.data.staging import as_dataset_spec, load_dataset
 from trustcal.errors import TrustcalError
 from trustcal.files import read_npz, write_npz
 from trustcal.registry import DatasetSpec
@@ -41,6 +40,8 @@ def prepare(
     in label order: :func:`prepared_classes`), which the registry cannot know; a registered dataset's
     file holds the six arrays alone (its class names are the registry's).
     """
+    from trustcal.data.staging import as_dataset_spec, load_dataset  # torchvision: not for prepared_classes' readers
+
     spec = as_dataset_spec(dataset)
     raw = load_dataset(spec, data_dir, verify_checksums=verify_checksums)
     cut = split_validation(len(raw.x_train), validation_split)
