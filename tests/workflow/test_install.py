@@ -52,7 +52,11 @@ def test_dependencies_are_layered():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     assert project["dependencies"] == LIGHT_DEPENDENCIES
-    assert extras["train"] == ["torch>=2.14,<2.15", "torchvision>=0.29,<0.30", "scipy>=1.11"]  # scipy: SVHN's .mat files
+    assert extras["train"] == [
+        "torch>=2.14,<2.15",
+        "torchvision>=0.29,<0.30",
+        "scipy>=1.11",
+    ]  # scipy: SVHN's .mat files
     assert extras["calibration"] == ["scipy>=1.11", "scikit-learn>=1.3"]  # vector … isotonic
     assert extras["workflow"] == [
         "trustcal[train]",

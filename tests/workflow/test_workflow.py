@@ -151,7 +151,7 @@ def test_raising_epochs_trains_only_the_new_epoch(copy_of):
 
 def test_bad_config_stops_before_any_job_with_a_readable_message(copy_of):
     for override, expected in (
-        ("datasets=[mnst]", "allowed values: mnist, cifar10"),
+        ("datasets=[mnst]", "datasets: 'mnst' (did you mean 'mnist'?) is neither a registered dataset"),
         ("epochs=0", "key 'epochs' is 0; it must be ≥ 1"),
         ("clusters=-1", "key 'clusters' is -1"),
         ("epoch=3", "unknown key 'epoch' (did you mean 'epochs'?)"),

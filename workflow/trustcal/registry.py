@@ -21,6 +21,7 @@ Nothing here imports torch or torchvision: the figures and the report read it to
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -432,8 +433,10 @@ def resolve_setup(name: str, setups: Mapping | None = None, base: Recipe | None 
         return Setup(name, dataset, network, tuple(sorted(kwargs.items())), _recipe(entry.get("recipe"), base, where))
     if name in DATASETS:
         return Setup(name, DATASETS[name], DATASETS[name].network, (), base)
+    close = difflib.get_close_matches(name, [*DATASETS, *setups], n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise RegistryError(
-        f"datasets: {name!r} is neither a registered dataset ({', '.join(DATASETS)}) nor a name under setups:; "
+        f"datasets: {name!r}{hint} is neither a registered dataset ({', '.join(DATASETS)}) nor a name under setups:; "
         f"fix the name, or define the run under setups:, e.g. setups: {{{name}: {{dataset: cifar10, network: resnet20}}}}"
     )
 
