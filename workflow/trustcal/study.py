@@ -101,10 +101,15 @@ def title(ds: str) -> str:
     return DATASETS[ds].title if ds in DATASETS else ds
 
 
+def note_label(ds: str) -> str:
+    """`` (JPEG-derived images)``: the label of the run's data note, in brackets, or nothing."""
+    label = data_notes().get(ds, {}).get("label")
+    return f" ({label})" if label else ""
+
+
 def labelled(ds: str) -> str:
     """The run's title with its data note's label: ``CIFAR-10 (JPEG-derived images)``."""
-    label = data_notes().get(ds, {}).get("label")
-    return f"{title(ds)} ({label})" if label else title(ds)
+    return title(ds) + note_label(ds)
 
 
 def paper_rows(verdict: pd.DataFrame) -> pd.DataFrame:
@@ -410,7 +415,7 @@ def calibrator_section(results: Path, ds: str, tables: dict[str, pd.DataFrame], 
         "trust range, epochs ≥ 20",
     ]
     lines = [
-        f"#### {title(ds)}: every calibrator" + labelled(ds).removeprefix(title(ds)),
+        f"#### {title(ds)}: every calibrator{note_label(ds)}",
         "",
         *(f"- {f}" for f in calibrator_findings(scores, trust, paired)),
         "",

@@ -622,6 +622,21 @@ def _read_cifar_split(
     return np.ascontiguousarray(np.concatenate(images)), np.concatenate(labels)
 
 
+def _check_readable(spec: DatasetSpec, data_dir: Path, path: Path, md5: str, verify_checksums: bool) -> None:
+    """Before reading a staged file: it is there, and (when asked) its md5 is the official one; else the error
+    naming it, with the files to stage."""
+    if not path.is_file():
+        raise DatasetUnavailable(
+            f"{spec.name}: cannot read the dataset in {data_dir} ({path} is missing).\n"
+            f"{manual_instructions(spec, data_dir)}"
+        )
+    if verify_checksums and (found := _md5(path)) != md5:
+        raise DatasetUnavailable(
+            f"{spec.name}: cannot read the dataset in {data_dir} ({path}: md5 {found}, not the official {md5}).\n"
+            f"{manual_instructions(spec, data_dir)}"
+        )
+
+
 def _load_cifar(spec: DatasetSpec, data_dir: Path, verify_checksums: bool) -> tuple[np.ndarray, ...]:
     """CIFAR's batches in ``data_dir`` as torchvision's ``CIFAR10`` / ``CIFAR100`` read them, without its
     ``pickle.load``: (x_train, y_train, x_test, y_test), every file checked against its content md5
@@ -629,17 +644,7 @@ def _load_cifar(spec: DatasetSpec, data_dir: Path, verify_checksums: bool) -> tu
     files = _cifar_files(spec)
     batches = data_dir / files.folder
     for name, md5 in files.content_md5.items():
-        path = batches / name
-        if not path.is_file():
-            raise DatasetUnavailable(
-                f"{spec.name}: cannot read the dataset in {data_dir} ({path} is missing).\n"
-                f"{manual_instructions(spec, data_dir)}"
-            )
-        if verify_checksums and (found := _md5(path)) != md5:
-            raise DatasetUnavailable(
-                f"{spec.name}: cannot read the dataset in {data_dir} ({path}: md5 {found}, not the official {md5}).\n"
-                f"{manual_instructions(spec, data_dir)}"
-            )
+        _check_readable(spec, data_dir, batches / name, md5, verify_checksums)
     meta = _read_cifar_pickle(spec, batches / files.meta, data_dir)
     if files.meta_key not in meta:
         problem = f"not {spec.title}'s {files.meta} (no '{files.meta_key}')"
@@ -688,16 +693,7 @@ def _load_svhn(spec: DatasetSpec, data_dir: Path, verify_checksums: bool) -> tup
     out = []
     for _, filename, md5 in _svhn_files(spec).values():
         path = data_dir / filename
-        if not path.is_file():
-            raise DatasetUnavailable(
-                f"{spec.name}: cannot read the dataset in {data_dir} ({path} is missing).\n"
-                f"{manual_instructions(spec, data_dir)}"
-            )
-        if verify_checksums and (found := _md5(path)) != md5:
-            raise DatasetUnavailable(
-                f"{spec.name}: cannot read the dataset in {data_dir} ({path}: md5 {found}, not the official {md5}).\n"
-                f"{manual_instructions(spec, data_dir)}"
-            )
+        _check_readable(spec, data_dir, path, md5, verify_checksums)
         out += _read_svhn_mat(spec, path, md5)
     return tuple(out)
 
