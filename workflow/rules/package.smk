@@ -15,14 +15,11 @@ WORKFLOW_DIR = Path(str(workflow.current_basedir)).parent
 if (WORKFLOW_DIR / "trustcal").is_dir():
     sys.path.insert(0, str(WORKFLOW_DIR))
     import trustcal
+    from trustcal.errors import foreign_package
 
-    _running = Path(trustcal.__file__).resolve().parent
-    if _running != (WORKFLOW_DIR / "trustcal").resolve():
-        raise WorkflowError(
-            f"this workflow ({WORKFLOW_DIR}) would run the trustcal package of {_running}, imported "
-            f"before its own ({WORKFLOW_DIR / 'trustcal'}). Fix: run the Snakefile of {_running.parents[1]}, "
-            f"or do not import trustcal before this workflow is loaded."
-        )
+    _problem = foreign_package(WORKFLOW_DIR, Path(trustcal.__file__).resolve().parent)
+    if _problem:
+        raise WorkflowError(_problem)
 
 from trustcal.config import ConfigError, check_yaml_syntax
 

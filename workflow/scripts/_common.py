@@ -22,14 +22,12 @@ if OWN_PACKAGE.is_dir():  # a remote module (github(...)) has no local copy: the
 import trustcal  # noqa: E402 (after the path above)
 
 RUNNING_PACKAGE = Path(trustcal.__file__).resolve().parent
-if OWN_PACKAGE.is_dir() and RUNNING_PACKAGE != OWN_PACKAGE:
-    sys.exit(
-        f"\nERROR: this workflow ({WORKFLOW_DIR}) would run the trustcal package of {RUNNING_PACKAGE}, "
-        f"imported before its own ({OWN_PACKAGE}). Fix: run the Snakefile of {RUNNING_PACKAGE.parents[1]}, "
-        f"or install this checkout instead (pip install -e {WORKFLOW_DIR.parent}).\n"
-    )
 
-from trustcal.errors import TrustcalError  # noqa: E402
+from trustcal.errors import TrustcalError, foreign_package  # noqa: E402
+
+if OWN_PACKAGE.is_dir() and (problem := foreign_package(WORKFLOW_DIR, RUNNING_PACKAGE)):
+    sys.exit(f"\nERROR: {problem}\n")
+
 from trustcal.files import disk_error, full_disk_cause  # noqa: E402
 
 

@@ -18,3 +18,19 @@ def yaml_problem(exc: Exception) -> str:
         at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None and where != mark else ""
         text += f" ({context}{at})"
     return text
+
+
+def foreign_package(workflow_dir, running) -> str | None:
+    """Why a workflow in ``workflow_dir`` must not go on with the trustcal package imported from ``running``
+    (a directory), or None where it is the workflow's own. One message for the workflow's config check
+    (rules/package.smk) and its jobs (scripts/_common.py): the package was imported before the workflow's."""
+    from pathlib import Path
+
+    own, running = Path(workflow_dir) / "trustcal", Path(running)
+    if running.resolve() == own.resolve():
+        return None
+    return (
+        f"this workflow ({workflow_dir}) would run the trustcal package of {running}, imported before its own "
+        f"({own}). Fix: run the Snakefile of {running.parents[1]}, or install this checkout "
+        f"(pip install -e {Path(workflow_dir).parent}) and import nothing of trustcal before the workflow loads."
+    )
