@@ -202,7 +202,7 @@ def test_calibration_caption_says_where_the_temperature_was_fitted(fit_on):
     assert ("seen the test labels" in text) == (fit_on == "test")
 
 
-def test_cifar_label_names(tmp_path, monkeypatch):
+def test_cifar10_figures_name_the_labels_with_the_registrys_class_names(tmp_path, monkeypatch):
     """render_figures for the dataset cifar10 names the labels with the registry's class names (the figures it
     draws are kept to read their text)."""
     write_run(tmp_path, "cifar10", 0)
@@ -240,6 +240,15 @@ def test_draw_from_in_memory_tables_without_a_seed_column(tmp_path):
     for name in ("trust_grid", "reliability", "opinion_triangle"):
         figures.draw(name, tables, "Someone's model", [tmp_path / f"{name}.png"])
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    # the tables read as one seed: the trust grid's lines are the table's values, without a band over seeds
+    fig = figures.draw("trust_grid", tables, "", [])
+    trust = tables["trust"]
+    for z, component in ((0, "belief"), (4, "uncertainty")):
+        ax = fig.axes[3 * z + ("belief", "disbelief", "uncertainty").index(component)]
+        assert not ax.collections
+        for line, calibrator in zip(_lines(ax), ("none", "temperature")):
+            want = trust[(trust["label"].astype(str) == str(z)) & (trust["calibrator"] == calibrator)]
+            np.testing.assert_allclose(line.get_ydata(), want.sort_values("epoch")[component])
 
 
 def test_unknown_figure_or_missing_table_is_a_readable_error(tmp_path):
@@ -258,7 +267,7 @@ def test_chosen_epochs_are_first_min_val_loss_and_last_per_seed():
     assert figures.which_titles(figures.chosen_epochs(h))["best"] == "Best validation loss (epochs 3, 6)"
 
 
-def test_colours_are_consistent_across_figures():
+def test_label_colours_are_viridis_in_the_trust_densities_and_their_colour_bar():
     """Label z is drawn in viridis(z/9) (10 labels): its line in every panel of the trust densities and its cell
     of the colour bar that names it, read from the figure's artists."""
     import matplotlib
@@ -569,6 +578,9 @@ def test_trust_grid_is_a_row_of_panels_per_label_each_before_and_after(tmp_path)
 
 
 def test_trust_grid_of_many_labels_keeps_the_paper_layout():
+    import matplotlib
+    from matplotlib.colors import to_rgba
+
     rng = np.random.default_rng(0)
     k = 30
     labels = np.arange(300) % k
@@ -580,10 +592,27 @@ def test_trust_grid_of_many_labels_keeps_the_paper_layout():
     trust = trust_tables(rows, TrustParams())["trust"]
     fig = figures.draw("trust_grid", {"trust": trust}, "m", [])
     assert len(fig.axes) == 3 + 1  # one row of panels, and the colour bar naming the shades
+    per_label = trust[trust["label"].astype(str) != "network"]
+    for ax, component in zip(fig.axes, ("belief", "disbelief", "uncertainty")):
+        drawn = ax.get_lines()
+        assert len(drawn) == k  # a line per label, label z in viridis(z / 29)
+        for z in (0, 13, 29):
+            assert to_rgba(drawn[z].get_color()) == matplotlib.colormaps["viridis"](z / (k - 1))
+            want = per_label[per_label["label"].astype(int) == z].sort_values("epoch")[component]
+            np.testing.assert_allclose(drawn[z].get_ydata(), want)
 
 
 def test_reliability_bars_carry_the_clopper_pearson_interval_of_the_bin():
-    from trustcal.measures.bins import clopper_pearson
+    """The interval written out from its definition (the 2.5 % quantile of Beta(k, n − k + 1) and the 97.5 % one
+    of Beta(k + 1, n − k), 0 and 1 at k = 0 and k = n), scipy's beta distribution its quantiles."""
+    from scipy.stats import beta
+
+    def clopper_pearson(k, n):
+        k, n = np.asarray(k, float), np.asarray(n, float)
+        with np.errstate(invalid="ignore"):
+            lo = np.where(k > 0, beta.ppf(0.025, k, n - k + 1), 0.0)
+            hi = np.where(k < n, beta.ppf(0.975, k + 1, n - k), 1.0)
+        return lo, hi
 
     tables = score_tables(predictions(0), MetricParams(density_points=21))
     fig = figures.draw("reliability", {**tables, "history": history(0)}, "m", [])

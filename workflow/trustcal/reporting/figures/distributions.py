@@ -75,23 +75,10 @@ def count_axis(ax: plt.Axes, label: str) -> None:
 ACCURACY_LEVEL = 0.95  # the level of each bin's interval in the reliability diagrams
 
 
-def reliability(
-    curves: pd.DataFrame,
-    history: pd.DataFrame,
-    title: str,
-    paths: Sequence[str | Path],
-    scores: pd.DataFrame | None = None,
-) -> plt.Figure:
-    """Top-label reliability diagrams over the number of samples per confidence bin, first / best / last
-    epoch (a single set of predictions: one column per state).
-
-    Bars: observed accuracy per confidence bin, paler the fewer samples the bin holds (:func:`count_alpha`),
-    with its 95 % Clopper–Pearson interval (:func:`~trustcal.measures.bins.clopper_pearson`; with several
-    seeds, each seed's bounds averaged, as the bootstrap bands elsewhere); black ticks: the bin's mean
-    confidence; the dotted diagonal is perfect calibration. Below each diagram: the test samples per bin
-    (mean over seeds; log scale).
-    """
-    chosen = chosen_epochs(history)
+def _reliability_bins(curves: pd.DataFrame, chosen: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The test set's top-label bins at the chosen epochs, each with its Clopper–Pearson interval (``acc_lo``,
+    ``acc_hi``), and their mean over seeds per (which, state, bin): ``lower``, ``upper``, ``freq``, ``freq_lo``,
+    ``freq_hi``, ``conf``, ``count``."""
     top = with_state(curves[(curves["curve"] == "top_label") & (curves["split"] == "test")])
     top = select_chosen(top, chosen)
     count = top["count"].fillna(0).round()
@@ -111,13 +98,13 @@ def reliability(
         )
         .reset_index()
     )
-    ece = None
-    if scores is not None:
-        s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
-        ece = s.groupby(["which", "state"])["ece"].agg(["mean", "std"])
-    columns, states, seeds = chosen_columns(chosen), states_of(top), n_seeds(top)
-    single = len(columns) == 1
-    if single:  # one set of predictions: its states side by side
+    return top, agg
+
+
+def _reliability_panels(columns: list[tuple[str, str]], states: list[str]) -> tuple[plt.Figure, list[tuple]]:
+    """The figure of :func:`reliability` and its panels: (diagram, counts, (which, title), state, column, bottom
+    row); a single set of predictions (one column): its states side by side, else a column per chosen epoch."""
+    if len(columns) == 1:
         fig, axes = new_figure(
             "reliability",
             size=(max(0.9 + 2.6 * len(states), 4.8), 3.9),  # room for the legend
@@ -127,60 +114,58 @@ def reliability(
             squeeze=False,
             gridspec_kw=dict(height_ratios=[3, 1]),
         )
-        panels = [(axes[0, c], axes[1, c], columns[0], state, c, True) for c, state in enumerate(states)]
-    else:
-        fig, axes = new_figure(
-            "reliability",
-            nrows=2 * len(states),
-            ncols=len(columns),
-            sharex=True,
-            squeeze=False,
-            gridspec_kw=dict(height_ratios=[3, 1] * len(states)),
-        )
-        panels = [
-            (axes[2 * r, c], axes[2 * r + 1, c], column, state, c, r == len(states) - 1)
-            for c, column in enumerate(columns)
-            for r, state in enumerate(states)
-        ]
-    for ax, hist, (which, which_title), state, col, bottom in panels:
-        d = agg[(agg["which"] == which) & (agg["state"] == state)]
-        width = (d["upper"] - d["lower"]).to_numpy()
-        colour = STATE_COLOURS[state]
-        freq = d["freq"].to_numpy()
-        yerr = np.nan_to_num(np.vstack([freq - d["freq_lo"].to_numpy(), d["freq_hi"].to_numpy() - freq])).clip(0)
-        ax.bar(
-            d["lower"],
-            d["freq"].fillna(0),
-            width=width,
-            align="edge",
-            color=[to_rgba(colour, a) for a in count_alpha(d["count"])],
-            edgecolor="white",
-            linewidth=0.5,
-            yerr=yerr,
-            error_kw=dict(elinewidth=0.7, capsize=1.5, ecolor="0.3"),
-        )
-        ax.scatter(  # as faint as the bar: a bin of one sample does not catch the eye
-            d["lower"] + width / 2,
-            d["conf"],
-            marker="_",
-            s=49,
-            linewidths=1.4,
-            color=[(0, 0, 0, a) for a in count_alpha(d["count"], low=0.3, high=1.0)],
-            zorder=3,
-        )
-        ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", linewidth=0.8)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.02)
-        head = [which_title] if which_title and (single or state == states[0]) else []
-        head += [state] if single else []
-        if ece is not None and (which, state) in ece.index:
-            m, sd = ece.loc[(which, state)]
-            head.append(f"ECE {m:.3f}" + (f" ± {sd:.3f}" if seeds > 1 else ""))
-        ax.set_title("\n".join(head), fontsize=7.5)
-        ax.set_ylabel(("observed accuracy" if single else f"{state}\nobserved accuracy") if col == 0 else "")
-        hist.bar(d["lower"], d["count"].fillna(0), width=width, align="edge", color=colour, alpha=0.75, linewidth=0)
-        count_axis(hist, ("samples" if seeds == 1 else "samples (mean)") if col == 0 else "")
-        hist.set_xlabel("Confidence (max. probability)" if bottom else "")
+        return fig, [(axes[0, c], axes[1, c], columns[0], state, c, True) for c, state in enumerate(states)]
+    fig, axes = new_figure(
+        "reliability",
+        nrows=2 * len(states),
+        ncols=len(columns),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw=dict(height_ratios=[3, 1] * len(states)),
+    )
+    panels = [
+        (axes[2 * r, c], axes[2 * r + 1, c], column, state, c, r == len(states) - 1)
+        for c, column in enumerate(columns)
+        for r, state in enumerate(states)
+    ]
+    return fig, panels
+
+
+def _reliability_diagram(ax: plt.Axes, hist: plt.Axes, d: pd.DataFrame, state: str) -> None:
+    """One diagram of :func:`reliability` from the rows ``d`` of its bins: the bars of the bins' accuracy with
+    their intervals, the ticks of their mean confidence, the diagonal, and the counts in ``hist`` below."""
+    width = (d["upper"] - d["lower"]).to_numpy()
+    colour = STATE_COLOURS[state]
+    freq = d["freq"].to_numpy()
+    yerr = np.nan_to_num(np.vstack([freq - d["freq_lo"].to_numpy(), d["freq_hi"].to_numpy() - freq])).clip(0)
+    ax.bar(
+        d["lower"],
+        d["freq"].fillna(0),
+        width=width,
+        align="edge",
+        color=[to_rgba(colour, a) for a in count_alpha(d["count"])],
+        edgecolor="white",
+        linewidth=0.5,
+        yerr=yerr,
+        error_kw=dict(elinewidth=0.7, capsize=1.5, ecolor="0.3"),
+    )
+    ax.scatter(  # as faint as the bar: a bin of one sample does not catch the eye
+        d["lower"] + width / 2,
+        d["conf"],
+        marker="_",
+        s=49,
+        linewidths=1.4,
+        color=[(0, 0, 0, a) for a in count_alpha(d["count"], low=0.3, high=1.0)],
+        zorder=3,
+    )
+    ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", linewidth=0.8)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    hist.bar(d["lower"], d["count"].fillna(0), width=width, align="edge", color=colour, alpha=0.75, linewidth=0)
+
+
+def _reliability_handles(states: list[str], seeds: int) -> list:
+    """The legend entries of :func:`reliability`."""
     handles = [Patch(color=STATE_COLOURS[s], alpha=0.75, label=f"{s}: observed accuracy") for s in states]
     handles += [
         Patch(color="0.55", alpha=count_alpha([1, 100])[0], label="paler bar: fewer samples in the bin"),
@@ -206,8 +191,48 @@ def reliability(
         ),
         Line2D([], [], color="0.4", linestyle=":", label="perfect calibration"),
     ]
+    return handles
+
+
+def reliability(
+    curves: pd.DataFrame,
+    history: pd.DataFrame,
+    title: str,
+    paths: Sequence[str | Path],
+    scores: pd.DataFrame | None = None,
+) -> plt.Figure:
+    """Top-label reliability diagrams over the number of samples per confidence bin, first / best / last
+    epoch (a single set of predictions: one column per state).
+
+    Bars: observed accuracy per confidence bin, paler the fewer samples the bin holds (:func:`count_alpha`),
+    with its 95 % Clopper–Pearson interval (:func:`~trustcal.measures.bins.clopper_pearson`; with several
+    seeds, each seed's bounds averaged, as the bootstrap bands elsewhere); black ticks: the bin's mean
+    confidence; the dotted diagonal is perfect calibration. Below each diagram: the test samples per bin
+    (mean over seeds; log scale).
+    """
+    chosen = chosen_epochs(history)
+    top, agg = _reliability_bins(curves, chosen)
+    ece = None
+    if scores is not None:
+        s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
+        ece = s.groupby(["which", "state"])["ece"].agg(["mean", "std"])
+    columns, states, seeds = chosen_columns(chosen), states_of(top), n_seeds(top)
+    single = len(columns) == 1
+    fig, panels = _reliability_panels(columns, states)
+    for ax, hist, (which, which_title), state, col, bottom in panels:
+        d = agg[(agg["which"] == which) & (agg["state"] == state)]
+        _reliability_diagram(ax, hist, d, state)
+        head = [which_title] if which_title and (single or state == states[0]) else []
+        head += [state] if single else []
+        if ece is not None and (which, state) in ece.index:
+            m, sd = ece.loc[(which, state)]
+            head.append(f"ECE {m:.3f}" + (f" ± {sd:.3f}" if seeds > 1 else ""))
+        ax.set_title("\n".join(head), fontsize=7.5)
+        ax.set_ylabel(("observed accuracy" if single else f"{state}\nobserved accuracy") if col == 0 else "")
+        count_axis(hist, ("samples" if seeds == 1 else "samples (mean)") if col == 0 else "")
+        hist.set_xlabel("Confidence (max. probability)" if bottom else "")
     fig.suptitle(heading(title, "reliability diagrams, top label, test set"))
-    figure_legend(fig, handles, seed_note(top), ncols=2)
+    figure_legend(fig, _reliability_handles(states, seeds), seed_note(top), ncols=2)
     return save(fig, paths)
 
 
