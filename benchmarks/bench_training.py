@@ -13,7 +13,7 @@ runs for every network of trustcal.registry.NETWORKS on CIFAR-shaped (3×32×32)
 (1×28×28) synthetic data: the paper's two networks with the paper's recipe (Adam, batch 32) in the stacked
 engine, and the paper's CNN (and MLP) in the plain loop as well, as the baseline of the same run; LeNet-5,
 ResNet-20 and WRN-16-4 with the ``sgd`` recipe (batch 128, Nesterov SGD, cosine schedule, crops, flips,
-normalisation) in the plain loop (trustcal.training.loop.train_plain_epoch: the same code as a run), LeNet-5
+normalisation) in the plain loop (trustcal.training.plain.train_plain_epoch: the same code as a run), LeNet-5
 and ResNet-20 with the paper's recipe (batch 32) too. A number of steps is timed after a few warm-up ones
 (MLP 100, paper CNN 30, LeNet-5 20, ResNet-20 6, WRN-16-4 2, or ``--steps``; fewer once ``--budget``
 seconds (4) have passed: the ``steps`` column says how many), the
@@ -325,21 +325,20 @@ def run_network(
     import torch
 
     from trustcal import registry
+    from trustcal.training.config import complete_config, setup_config
     from trustcal.training.engine import (
         StackedTrainer,
-        augment_batch,
-        draw_augmentation,
         flush_denormals_in_this_process,
         flushed_denormals,
         keep_freed_memory_in_process,
     )
-    from trustcal.training.loop import (
+    from trustcal.training.loop import epoch_order
+    from trustcal.training.plain import (
         AUGMENT_STREAM,
-        complete_config,
-        epoch_order,
+        augment_batch,
+        draw_augmentation,
         plain_model,
         plain_trainer,
-        setup_config,
         stream_seed,
     )
 

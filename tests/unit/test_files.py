@@ -17,7 +17,10 @@ from trustcal.files import (
     atomic_directory,
     atomic_path,
     paper_states,
+    path_seed,
+    read_seeds,
     remove_stale_temporaries,
+    run_key,
     written_files,
 )
 
@@ -324,11 +327,12 @@ def test_every_altered_or_missing_byte_of_an_npz_is_caught(tmp_path):
     whole = path.read_bytes()
     for i in range(len(whole)):
         path.write_bytes(whole[:i] + bytes([whole[i] ^ 0x10]) + whole[i + 1 :])
-        with pytest.raises(TrustcalError, match=r"epoch001\.npz: .*forcerun logits"):
+        with pytest.raises(TrustcalError, match=r"epoch001\.npz: .*rerun rule 'logits'") as err:
             read_npz(path, ("val_logits",), rule="logits")
+        assert err.value.rerun == "logits"
     for n in range(len(whole)):
         path.write_bytes(whole[:n])
-        with pytest.raises(TrustcalError, match=r"epoch001\.npz: unreadable or truncated.*forcerun logits"):
+        with pytest.raises(TrustcalError, match=r"epoch001\.npz: unreadable or truncated.*rerun rule 'logits'"):
             read_npz(path, ("val_logits",), rule="logits")
     path.write_bytes(whole)
     assert read_npz(path, None, rule="logits").keys() == arrays.keys()
@@ -404,3 +408,34 @@ def test_a_pickle_naming_anything_else_is_refused_before_it_runs(tmp_path):
         with pytest.raises(RefusedPickle, match=re.escape(names)):
             load_plain_pickle(io.BytesIO(pickle.dumps(obj, protocol=2)), "a test file")
     assert not marker.exists()
+
+
+# --------------------------------------------------------------------------- the results contract
+
+
+def test_the_seed_of_a_path_is_its_last_seed_part():
+    assert path_seed("results/mnist/seed3/trust.csv") == 3
+    assert path_seed("results/logs/train/mnist/seed12.log") == 12  # a per-run log names it in its own name
+    assert path_seed("/runs/seed1/results/mnist/seed4/scores.csv") == 4  # the run's folder, not an ancestor
+    assert path_seed("results/mnist/seeds/trust.csv") is None and path_seed("results/seed/x.csv") is None
+    assert path_seed("results/mnist/trust.csv") is None
+
+
+def test_run_key_reads_dataset_and_seed_of_a_per_run_table():
+    assert run_key("results/cifar10/seed07/trust.csv") == ("cifar10", 7)
+    for path in ("seed3/trust.csv", "results/mnist/trust.csv", "results/mnist/seed3/sub/trust.csv"):
+        with pytest.raises(TrustcalError, match="expected a path"):
+            run_key(path)
+
+
+def test_read_seeds_adds_each_tables_seed(tmp_path):
+    paths = []
+    for seed, value in ((2, 0.5), (5, 0.25)):
+        (tmp_path / "mnist" / f"seed{seed}").mkdir(parents=True)
+        paths.append(tmp_path / "mnist" / f"seed{seed}" / "t.csv")
+        pd.DataFrame({"epoch": [1], "x": [value]}).to_csv(paths[-1], index=False)
+    pd.DataFrame({"epoch": [1], "x": [1.0]}).to_csv(tmp_path / "alone.csv", index=False)
+    df = read_seeds([*paths, tmp_path / "alone.csv"], ("epoch", "x"), rule="t")
+    assert df[["x", "seed"]].values.tolist() == [[0.5, 2], [0.25, 5], [1.0, 0]]  # no seed in the path: seed 0
+    with pytest.raises(TrustcalError, match="no t table given"):
+        read_seeds([], ("epoch",), rule="t")

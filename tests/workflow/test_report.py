@@ -144,37 +144,85 @@ def test_study_report_regenerates_the_readme_block_from_a_finished_run(finished,
     assert write_readme(repo) == block and (repo / "README.md").read_text() == block + "\n"
 
 
-def test_the_readme_study_block_is_made_from_the_committed_results_study():
-    """README.md's summary is what trustcal.study.readme_block makes of results/study/ as committed."""
-    from trustcal.study import BEGIN, END, readme_block
+@slow
+def test_study_report_adds_a_run_beyond_the_papers(finished, tmp_path):
+    """A second run directory whose configuration declares a setup (the paper's CNN on CIFAR-10, trained by SGD):
+    its section, the general claims judged on it and one README paragraph, with its epochs and seeds."""
+    from trustcal.study import BEGIN, END, write_study
+
+    setups = {"c10_sgd": {"dataset": "cifar10", "recipe": "sgd"}}
+    other = make_workdir(tmp_path / "other", datasets=["c10_sgd"], setups=setups, epochs=2, seeds=[0, 1])
+    snakemake(other)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text(f"{BEGIN}\n{END}\n")
+    block = write_study(
+        finished, repo, None, "snakemake --cores 2", beyond=[(other, "snakemake --configfile tiny.yaml")]
+    )
+    general = pd.read_csv(other / "results" / "reproduction.csv")
+    general = general[(general["scope"] == "general") & (general["dataset"] == "c10_sgd")]
+    held = int((general["verdict"] == "reproduced").sum())
+    (paragraph,) = [p for p in block.split("\n\n") if p.startswith("**Beyond the paper.**")]
+    assert (
+        paragraph.startswith("**Beyond the paper.** Do the paper's findings hold on CIFAR-10 (CNN)? ")
+        and ": on CIFAR-10 with CNN and SGD, 2 epochs, 2 seeds (0, 1), of the " in paragraph
+    )
+    assert (
+        f"of the {len(general)} general claims (the paper's statements about training and calibration in general) {held} held"
+        in paragraph
+    )
+    for claim in general.loc[general["verdict"] == "not reproduced", "claim_id"]:
+        assert f"(`{claim}`)" in paragraph
+    study = repo / "results" / "study"
+    full = (study / "study.md").read_text()
+    part = full.split("### Beyond the paper: CIFAR-10 (CNN)", 1)[1]
+    assert "**Seeds.** CIFAR-10 (CNN): 2 (seeds 0, 1), 2 epochs each (the paper: 100" in part
+    assert "#### Does it hold beyond the paper? CIFAR-10 (CNN)" in part
+    for claim in general["claim_id"]:
+        assert f"`{claim}`" in part
+    assert pd.read_csv(study / "c10_sgd_history.csv.gz")["epoch"].max() == 2
+    assert (study / "c10_sgd_trust_grid.png").stat().st_size > 10_000
+    links = re.findall(r"\]\(([^)\s]+)\)", full)
+    assert all((study / link).is_file() for link in links), links
+
+
+def test_the_committed_readme_block_is_a_rendering_of_the_committed_report():
+    """A consistency check of the committed files, not of the rendering: README.md's study block is what
+    trustcal.study.render.readme_block makes of results/study/report.json, and that report's metrics are those
+    of the per-epoch tables committed beside it (results/study/{dataset}_*.csv.gz)."""
+    from trustcal.study import BEGIN, END, REPORT_FILE, load_report, readme_block
+    from trustcal.study.tables import metrics
 
     readme = (REPO / "README.md").read_text()
     assert readme.count(BEGIN) == 1 and readme.count(END) == 1
     committed = BEGIN + readme.split(BEGIN, 1)[1].split(END, 1)[0] + END
-    assert committed == readme_block(REPO / "results" / "study"), (
-        "README.md's study block differs from results/study/; regenerate it with\n"
+    study = REPO / "results" / "study"
+    report = load_report(study / REPORT_FILE)
+    assert committed == readme_block(report), (
+        "README.md's study block differs from results/study/report.json; regenerate it with\n"
         "  PYTHONPATH=workflow python -c 'import pathlib, trustcal.study as s; s.write_readme(pathlib.Path(\".\"))'"
     )
+    for section in report.datasets + [s for b in report.beyond for s in b.datasets]:
+        t = {n: pd.read_csv(study / f"{section.name}_{n}.csv.gz") for n in ("scores", "calibration", "history")}
+        tables = metrics(t["scores"], t["calibration"], t["history"])
+        for ours, theirs in zip(section.metrics, tables, strict=True):  # the tables keep 6 significant digits
+            assert ours.epochs == theirs.epochs and ours.point == theirs.point
+            assert ours.ece_after == pytest.approx(theirs.ece_after, rel=1e-5)
+            assert ours.accuracy == pytest.approx(theirs.accuracy, rel=1e-5)
 
 
 def test_calibrator_findings_answer_the_two_questions_from_the_tables():
     """Hand-built tables: isotonic keeps trust above the raw model at every epoch, temperature not
     (the ECE comparison, paired, is tested in tests/unit/measures/test_paired.py)."""
-    from trustcal.study import calibrator_findings
+    from trustcal.study import calibrator_findings, comparison
 
-    rows, trust = [], []
+    trust = []
     for epoch in (1, 2, 3):
-        raw_lo = 0.05
-        for cal, ece, lo, hi, shift in (
-            ("none", 0.06, raw_lo, 0.07, 0.0),
-            ("temperature", 0.02, 0.01, 0.03, -0.01 if epoch == 2 else 0.01),
-            ("isotonic", 0.03 if epoch > 1 else 0.055, 0.02, 0.04 if epoch > 1 else 0.06, 0.01),
-        ):
-            rows.append(dict(seed=0, epoch=epoch, calibrator=cal, split="test", ece=ece, ece_lo=lo, ece_hi=hi))
+        for cal, shift in (("none", 0.0), ("temperature", -0.01 if epoch == 2 else 0.01), ("isotonic", 0.01)):
             trust += [
                 dict(seed=0, epoch=epoch, calibrator=cal, label=str(z), belief=0.6 + shift + 0.01 * z) for z in range(3)
             ]
-    scores, trust = pd.DataFrame(rows), pd.DataFrame(trust)
-    (trust_line,) = calibrator_findings(scores, trust)
+    trust = pd.DataFrame(trust)
+    (trust_line,) = calibrator_findings(comparison(trust, None, 3))
     assert "(what the paper says of temperature scaling): `isotonic`; below it at some epoch" in trust_line
     assert "`temperature` -0.010, `isotonic` +0.010" in trust_line

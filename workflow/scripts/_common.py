@@ -104,8 +104,11 @@ def brief(message: str) -> str:
 
 
 def _stop(snakemake, error) -> None:
-    """End the job with ``error``'s one line on the terminal (no traceback)."""
-    print(f"\nERROR (rule {snakemake.rule}): {error}\n", file=sys.stderr)
+    """End the job with ``error``'s one line on the terminal (no traceback), with the command that writes
+    the file at fault again where the error names its rule (:attr:`TrustcalError.rerun`)."""
+    rule = getattr(error, "rerun", None)
+    text = f"{str(error).rstrip('.')} (snakemake --cores 2 --forcerun {rule})." if rule else str(error)
+    print(f"\nERROR (rule {snakemake.rule}): {text}\n", file=sys.stderr)
     sys.exit(1)
 
 

@@ -1,11 +1,14 @@
 """Regenerate the README's real-study section and results/study/ from a finished run.
 
-    .venv/bin/python workflow/scripts/study_report.py RUN_DIR [--author-predictions DIR]
+    .venv/bin/python workflow/scripts/study_report.py RUN_DIR [--author-predictions DIR] [--beyond OTHER_RUN_DIR ...]
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR --costs-only
 
 RUN_DIR is the directory the study ran in (its results/ and .snakemake/log/), e.g. after
     .venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml
 (run by hand, not by the workflow: it writes into this repository; trustcal.study says what).
+--beyond OTHER_RUN_DIR (repeatable) adds the runs of another run directory that its configuration declares
+under setups: (e.g. workflow/study/resnet20.yaml's cifar10_resnet20): a section each in study.md with
+the general claims judged on it, and a paragraph in the README block.
 With --costs-only it writes only what each job of RUN_DIR cost (from its results/benchmarks/: costs.csv,
 costs_summary.csv, costs.md), into RUN_DIR/results/study/: any finished run, e.g. to size cluster requests.
 """
@@ -35,22 +38,41 @@ def main(argv=None) -> int:
     parser.add_argument("--command", default=COMMAND, help="the command the run was started with (shown in the README)")
     parser.add_argument("--remark", default="", help="a sentence added to the run's description (e.g. what else ran)")
     parser.add_argument(
+        "--beyond",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="OTHER_RUN_DIR",
+        help="a finished run directory whose runs beyond the paper's (its setups:) join the study; repeatable",
+    )
+    parser.add_argument(
+        "--beyond-command",
+        action="append",
+        default=[],
+        help="the command each --beyond run was started with, in the same order (default: --command with the "
+        "configuration files of that directory that declare its setups)",
+    )
+    parser.add_argument(
         "--costs-only",
         action="store_true",
         help="write only the cost tables of RUN_DIR's jobs, into RUN_DIR/results/study/ (not this repository)",
     )
     args = parser.parse_args(argv)
+    if len(args.beyond_command) > len(args.beyond):
+        parser.error("--beyond-command: one per --beyond at most")
     author = None if str(args.author_predictions) == "none" else args.author_predictions
     results = args.run_dir.resolve() / "results"
+    beyond = [(d.resolve(), c) for d, c in zip(args.beyond, args.beyond_command + [None] * len(args.beyond))]
     try:
         if args.costs_only:
             _, _, lines = write_costs(results, results / "study")
             print("\n".join(lines))
             print(f"written: {results / 'study'}/costs.csv, costs_summary.csv, costs.md")
             return 0
-        write_study(args.run_dir.resolve(), REPO, author, args.command, args.remark)
-    except TrustcalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        write_study(args.run_dir.resolve(), REPO, author, args.command, args.remark, beyond)
+    except TrustcalError as exc:  # the run's snakemake command where a rule's files are at fault
+        rerun = f" (in the run's directory: snakemake --cores 2 --forcerun {exc.rerun})" if exc.rerun else ""
+        print(f"error: {str(exc).rstrip('.')}{rerun}.", file=sys.stderr)
         return 2
     print(f"written: {REPO / 'results' / 'study'}/ and the study block of README.md")
     return 0

@@ -2,7 +2,7 @@
 
 The same assessment as ``trustcal assess`` (:mod:`trustcal.assessment`), on
 arrays instead of files: the same checks (each problem a
-:class:`~trustcal.predictions.PredictionError`, a :class:`~trustcal.files.TrustcalError`,
+:class:`~trustcal.predictions.PredictionError`, a :class:`~trustcal.errors.TrustcalError`,
 whose message names the argument and the fix), the same tidy tables and the
 same figures. The arrays are one epoch of one model: epoch 0, as a single
 prediction file without a number in its name is for ``trustcal assess``.
@@ -23,6 +23,7 @@ Example (any N×K probabilities or logits and N integer labels)::
 
 from __future__ import annotations
 
+import inspect
 import warnings as pywarnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,10 +35,9 @@ import pandas as pd
 
 from trustcal.calibration import T_MAX, T_MIN
 from trustcal.measures.bootstrap import BootstrapParams
-from trustcal.measures.limits import MAX_CLUSTERS, MAX_RESAMPLES
+from trustcal.measures.options import SettingError, options_of
 from trustcal.measures.trust import TrustParams
 from trustcal.predictions import (
-    KINDS,
     CellError,
     ColumnError,
     InputWarning,
@@ -315,7 +315,40 @@ def _wrong_type(name: str, value, expected: str, example: str) -> PredictionErro
     )
 
 
-def _settings(
+# The arguments of assess() named otherwise in the settings dataclasses, and their examples.
+ARGUMENTS = {"methods": "calibrators"}
+EXAMPLES = {"calibrators": '["temperature", "isotonic"]', "bootstrap": "200"}
+
+
+def _checked(make):
+    """``make()``, a settings dataclass built from :func:`assess`'s arguments, with its own checks
+    (:mod:`trustcal.measures.options`); a :class:`~trustcal.measures.options.SettingError` becomes a
+    :class:`PredictionError` naming the argument, the values it takes and an example."""
+    try:
+        return make()
+    except SettingError as exc:
+        if exc.expected is None:  # two settings that disagree (t_min ≥ t_max)
+            raise PredictionError(f"{exc}. Fix: e.g. {exc.example}.") from None
+        name = ARGUMENTS.get(exc.name, exc.name)
+        raise _wrong_type(name, exc.value, exc.expected, EXAMPLES.get(name, exc.example)) from None
+
+
+def _bootstrap(bootstrap) -> BootstrapParams | None:
+    """``bootstrap`` as :func:`assess` takes it: a number of resamples (0: none), a BootstrapParams or None."""
+    if bootstrap is None or isinstance(bootstrap, BootstrapParams):
+        return bootstrap
+    expected = f"{options_of(BootstrapParams)['resamples'].expected()} (0: none), a BootstrapParams or None"
+    if not _is_int(bootstrap):
+        raise _wrong_type("bootstrap", bootstrap, expected, EXAMPLES["bootstrap"])
+    if bootstrap == 0:
+        return None
+    try:
+        return BootstrapParams(resamples=int(bootstrap))
+    except SettingError:
+        raise _wrong_type("bootstrap", bootstrap, expected, EXAMPLES["bootstrap"]) from None
+
+
+def _settings(  # the keyword arguments of assess() but the arrays
     *,
     kind,
     clusters,
@@ -328,67 +361,45 @@ def _settings(
     bootstrap,
     sum_tolerance,
     renormalize,
+    positive_class=None,
     validation=None,
-) -> Settings:
-    """The :class:`~trustcal.settings.Settings` of :func:`assess`'s arguments, after checking the type of
-    every argument; a wrong one is a :class:`PredictionError` naming it and its expected type.
-    ``bootstrap`` may be the number of resamples (0: none), ``calibrators`` one name."""
-    from trustcal.calibration import METHODS
-
-    if not isinstance(kind, str) or kind not in KINDS:
-        raise _wrong_type("kind", kind, f"one of {', '.join(map(repr, KINDS))}", '"logits"')
+) -> tuple[Settings, ReadOptions]:
+    """The :class:`~trustcal.settings.Settings` and :class:`~trustcal.predictions.ReadOptions` of
+    :func:`assess`'s arguments, each checked by its dataclass; a wrong one is a :class:`PredictionError`
+    naming it and the values it takes. ``bootstrap`` may be the number of resamples (0: none),
+    ``calibrators`` one name."""
     if trust is None:
-        if not _is_int(clusters) or not 1 <= clusters <= MAX_CLUSTERS:
-            raise _wrong_type("clusters", clusters, f"a whole number from 1 to {MAX_CLUSTERS}", "10")
-        trust = TrustParams(clusters=int(clusters))
+        trust = _checked(lambda: TrustParams(clusters=clusters))
     elif not isinstance(trust, TrustParams):
         raise _wrong_type("trust", trust, "a trustcal.measures.trust.TrustParams or None", "TrustParams(clusters=10)")
     if not isinstance(metrics, MetricParams):
         raise _wrong_type("metrics", metrics, "a trustcal.reporting.tables.MetricParams", "MetricParams()")
     if sweep is not None and not isinstance(sweep, SweepParams):
         raise _wrong_type("sweep", sweep, "a trustcal.reporting.tables.SweepParams or None", "None")
-    for name, value in (("t_min", t_min), ("t_max", t_max)):
-        if not _is_real(value) or not value > 0 or not np.isfinite(value):
-            raise _wrong_type(name, value, "a positive number", str(T_MIN if name == "t_min" else T_MAX))
-    if not t_min < t_max:
-        raise PredictionError(
-            f"t_min={t_min} must be smaller than t_max={t_max}. Fix: e.g. t_min={T_MIN}, t_max={T_MAX}."
-        )
     if isinstance(calibrators, str):
         calibrators = [calibrators]
-    fitted = [m for m in METHODS if m != "none"]
     if calibrators is None:  # temperature scaling where there are validation predictions
         calibrators = ["temperature"] if validation is not None else []
-    if not isinstance(calibrators, (list, tuple)) or not all(isinstance(c, str) for c in calibrators):
-        raise _wrong_type("calibrators", calibrators, f"a list of names among {', '.join(fitted)}", '["temperature"]')
-    unknown = [c for c in calibrators if c not in fitted]
-    if unknown:
-        raise PredictionError(
-            f"calibrators: unknown {', '.join(map(repr, unknown))}; expected names among {', '.join(fitted)}. "
-            'Fix: pass e.g. calibrators=["temperature", "isotonic"].'
-        )
-    if _is_int(bootstrap):
-        if not 0 <= bootstrap <= MAX_RESAMPLES:
-            raise _wrong_type(
-                "bootstrap",
-                bootstrap,
-                f"a number of resamples from 0 to {MAX_RESAMPLES}, a BootstrapParams or None",
-                "200",
-            )
-        bootstrap = BootstrapParams(resamples=int(bootstrap)) if bootstrap else None
-    elif bootstrap is not None and not isinstance(bootstrap, BootstrapParams):
-        raise _wrong_type("bootstrap", bootstrap, "a number of resamples (0: none), a BootstrapParams or None", "200")
+    calibration = _checked(lambda: CalibrationSettings(methods=calibrators, t_min=t_min, t_max=t_max))
     if not _is_real(sum_tolerance) or not sum_tolerance > 0 or not np.isfinite(sum_tolerance):
         raise _wrong_type("sum_tolerance", sum_tolerance, "a positive number", "1e-3")
     if not isinstance(renormalize, (bool, np.bool_)):
         raise _wrong_type("renormalize", renormalize, "True or False", "True")
-    return Settings(
-        trust=trust,
-        metrics=metrics,
-        sweep=sweep,
-        bootstrap=bootstrap,
-        calibration=CalibrationSettings(methods=tuple(calibrators), t_min=t_min, t_max=t_max),
+    if positive_class is not None and not (isinstance(positive_class, str) or _is_int(positive_class)):
+        raise _wrong_type("positive_class", positive_class, "a class name or index, or None", "1")
+    read = ReadOptions(
+        kind=kind,
+        sum_tolerance=sum_tolerance,
+        renormalize=renormalize,
+        positive_class=None if positive_class is None else str(positive_class),
     )
+    settings = Settings(
+        trust=trust, metrics=metrics, sweep=sweep, bootstrap=_bootstrap(bootstrap), calibration=calibration
+    )
+    return settings, read
+
+
+SETTINGS_ARGUMENTS = tuple(inspect.signature(_settings).parameters)
 
 
 def _calibrators_need_validation(methods: Sequence[str], name: str):
@@ -403,6 +414,25 @@ def _calibrators_need_validation(methods: Sequence[str], name: str):
         "written. Fix: give validation predictions of the same model (validation=(val_probs_or_logits, "
         "val_labels)), or leave out calibrators."
     )
+
+
+def _loaded(probs_or_logits, labels, validation, opts: ReadOptions, found: list) -> Loaded:
+    """The arrays of :func:`assess` (and its ``validation`` pair) checked as ``trustcal assess`` checks a file."""
+    table = _table(probs_or_logits, labels, opts.kind, ("probs_or_logits", "labels"))
+    probs, y, logits, class_names = check_table(table, opts, found.append)
+    suspicious(probs, y, table.path, found.append)
+    item = Loaded(PredictionFile(table.path, 0, None), probs, y, logits, names=class_names)
+    if validation is not None:
+        if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
+            raise PredictionError(
+                f"validation: got {type(validation).__name__}; expected a pair (val_probs_or_logits, val_labels). "
+                "Fix: pass validation=(val_logits, val_labels)."
+            )
+        val = _table(validation[0], validation[1], opts.kind, ("validation[0]", "validation[1]"))
+        item.val_probs, item.val_labels, item.val_logits, _ = check_table(
+            val, opts, found.append, probs.shape[1], class_names
+        )
+    return item
 
 
 def assess(
@@ -444,19 +474,13 @@ def assess(
         workflow, and every table gets rows of each (``calibrator == "temperature"`` …) too.
     clusters : int
         Probability clusters per class of the trust opinion (default 10: the paper's M).
-    trust : TrustParams or None
-        All settings of the trust opinion (:class:`~trustcal.measures.trust.TrustParams`); overrides
-        ``clusters``. None: ``TrustParams(clusters=clusters)``, the defaults of ``trustcal assess``.
-    metrics : MetricParams
-        The metrics' settings (:class:`~trustcal.reporting.tables.MetricParams`: ECE bins, NetTrustScore
-        exponents …); the defaults are those of ``trustcal assess``.
-    sweep : SweepParams or None
-        The grid of the ``trust_sweep`` table (:class:`~trustcal.reporting.tables.SweepParams`); None skips
-        that table.
-    t_min : float
-        Lower bound of the temperature's search (default 0.01).
-    t_max : float
-        Upper bound of the temperature's search (default 100).
+    trust, metrics, sweep : TrustParams or None, MetricParams, SweepParams or None
+        The settings of the trust opinion (:class:`~trustcal.measures.trust.TrustParams`; None:
+        ``TrustParams(clusters=clusters)``), of the metrics (:class:`~trustcal.reporting.tables.MetricParams`)
+        and of the ``trust_sweep`` table (:class:`~trustcal.reporting.tables.SweepParams`; None skips it).
+        Each field documents and checks itself; the defaults are those of ``trustcal assess``.
+    t_min, t_max : float
+        The bounds of the temperature's search (default 0.01 and 100).
     calibrators : sequence of str (or one str), optional
         Methods fitted on ``validation`` (docs/method.md §2): any of ``temperature``, ``vector``,
         ``matrix``, ``dirichlet``, ``histogram``, ``isotonic`` (all but temperature need
@@ -465,11 +489,9 @@ def assess(
     bootstrap : BootstrapParams, int or None
         Resamples of the test set behind the ``*_lo`` / ``*_hi`` intervals: their number (e.g. 500) or
         :class:`~trustcal.measures.bootstrap.BootstrapParams` (None or 0: no intervals).
-    sum_tolerance : float
-        Rows of probabilities must sum to 1 within this tolerance (default 1e-3).
-    renormalize : bool
-        True: rows of probabilities that do not sum to 1 are divided by their sum (with a warning)
-        instead of being an error.
+    sum_tolerance, renormalize : float, bool
+        Rows of probabilities must sum to 1 within ``sum_tolerance`` (default 1e-3); ``renormalize=True``
+        divides those that do not by their sum (with a warning) instead of raising an error.
     positive_class : str, int or None
         Binary predictions (one column): the class they are about. None: 1 for labels 0/1, else the
         larger label (scikit-learn's ``classes_[1]``), or the class a DataFrame column is named after.
@@ -485,7 +507,7 @@ def assess(
     Raises
     ------
     trustcal.predictions.PredictionError
-        (a :class:`trustcal.files.TrustcalError`) for input that cannot be assessed: the message names
+        (a :class:`trustcal.errors.TrustcalError`) for input that cannot be assessed: the message names
         the argument, the row or label, and the fix.
 
     Examples
@@ -500,56 +522,15 @@ def assess(
     """
     from trustcal.assessment import assess_loaded
 
-    settings = _settings(
-        kind=kind,
-        clusters=clusters,
-        trust=trust,
-        metrics=metrics,
-        sweep=sweep,
-        t_min=t_min,
-        t_max=t_max,
-        calibrators=calibrators,
-        bootstrap=bootstrap,
-        sum_tolerance=sum_tolerance,
-        renormalize=renormalize,
-        validation=validation,
-    )
-    if positive_class is not None and not (isinstance(positive_class, str) or _is_int(positive_class)):
-        raise _wrong_type("positive_class", positive_class, "a class name or index, or None", "1")
-    opts = ReadOptions(
-        kind=kind,
-        sum_tolerance=sum_tolerance,
-        renormalize=renormalize,
-        positive_class=None if positive_class is None else str(positive_class),
-    )
+    settings, opts = _settings(**{k: v for k, v in locals().items() if k in SETTINGS_ARGUMENTS})
     found: list[InputWarning] = []
-    table = _table(probs_or_logits, labels, kind, ("probs_or_logits", "labels"))
-    probs, y, logits, class_names = check_table(table, opts, found.append)
-    suspicious(probs, y, table.path, found.append)
-    item = Loaded(PredictionFile(table.path, 0, None), probs, y, logits, names=class_names)
-    if validation is not None:
-        if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
-            raise PredictionError(
-                f"validation: got {type(validation).__name__}; expected a pair (val_probs_or_logits, val_labels). "
-                "Fix: pass validation=(val_logits, val_labels)."
-            )
-        val = _table(validation[0], validation[1], kind, ("validation[0]", "validation[1]"))
-        item.val_probs, item.val_labels, item.val_logits, _ = check_table(
-            val, opts, found.append, probs.shape[1], class_names
-        )
-    elif settings.calibration.names:
-        raise _calibrators_need_validation(settings.calibration.names, str(table.path))
+    item = _loaded(probs_or_logits, labels, validation, opts, found)
+    if item.val_probs is None and settings.calibration.names:
+        raise _calibrators_need_validation(settings.calibration.names, "probs_or_logits")
     a = assess_loaded([item], settings, warnings=found)
     for w in a.warnings:
         pywarnings.warn(f"[{w.code}] {w}", AssessmentWarning, stacklevel=2)
-    calibration = a.tables.get("calibration")
-    return AssessmentResult(
-        a.tables,
-        a.warnings,
-        a.classes,
-        len(y),
-        float(calibration["temperature"].dropna().iloc[0])
-        if calibration is not None and "temperature" in settings.calibration.names
-        else None,
-        a,
-    )
+    calibration, temperature = a.tables.get("calibration"), None
+    if calibration is not None and "temperature" in settings.calibration.names:
+        temperature = float(calibration["temperature"].dropna().iloc[0])
+    return AssessmentResult(a.tables, a.warnings, a.classes, len(item.labels), temperature, a)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from trustcal import __version__
 from trustcal.errors import TrustcalError
+from trustcal.measures.options import SettingError, options_of
 from trustcal.registry import PAPER_DATASETS
 
 DESCRIPTION = """\
@@ -36,7 +37,7 @@ figures, with a one-screen summary.
 EPILOG = r"""
 input formats (detected from the file name, then the contents; .gz is read as is):
   CSV/TSV    one column per class plus a label column named
-             'True Label', 'label', 'labels', 'target' or 'y' (any case), e.g.
+             'True Label', 'label', 'labels', 'target', 'y', … (any case), e.g.
                Class_0_Probability,...,Class_9_Probability,True Label
                2.6e-06,...,3.9e-05,7
              Columns named by class (3,1,2,0 or p_3 …; setosa,versicolor …
@@ -98,57 +99,19 @@ examples:
 """
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be ≥ 1 (got {value})")
-    return value
-
-
-def _count(low: int, high: int, cost: str = ""):
-    """An argument type: a whole number in [``low``, ``high``] (the bounds of trustcal.measures.limits, and why)."""
+def _at_least(low: int):
+    """An argument type: a whole number ≥ ``low``."""
 
     def count(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high} (got {text!r})") from None
+            raise argparse.ArgumentTypeError(f"must be a whole number ≥ {low} (got {text!r})") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be ≥ {low} (got {value})")
-        if value > high:
-            raise argparse.ArgumentTypeError(f"must be ≤ {high} (got {value})" + (f": {cost}" if cost else ""))
         return value
 
     return count
-
-
-def _fitted_methods() -> list[str]:
-    from trustcal.calibration import METHODS
-
-    return [m for m in METHODS if m != "none"]
-
-
-def _calibrators(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in _fitted_methods()]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown calibrator {', '.join(unknown) or repr(text)}; choose from {', '.join(_fitted_methods())}"
-        )
-    return list(dict.fromkeys(names))
-
-
-FIGURE_FORMATS = ("png", "pdf")
-
-
-def _figure_formats(text: str) -> list[str]:
-    names = [n.strip().lower() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in FIGURE_FORMATS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown figure format {', '.join(unknown) or repr(text)}; choose from {', '.join(FIGURE_FORMATS)}"
-        )
-    return list(dict.fromkeys(names))
 
 
 def _positive_float(text: str) -> float:
@@ -158,25 +121,40 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _nonnegative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be ≥ 0 (got {text})")
+def _choices(choices: Sequence[str], what: str):
+    """An argument type: comma-separated names among ``choices`` (each once, in their order)."""
+
+    def names(text: str) -> list[str]:
+        given = [n.strip().lower() for n in text.split(",") if n.strip()]
+        unknown = [n for n in given if n not in choices]
+        if unknown or not given:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {', '.join(unknown) or repr(text)}; choose from {', '.join(choices)}"
+            )
+        return list(dict.fromkeys(given))
+
+    return names
+
+
+def _setting_type(option):
+    """An argument type: one value of a setting, checked by its :class:`~trustcal.measures.options.Option`
+    (the settings dataclass's own check); ``option.off`` is taken as it is."""
+
+    def value(text: str):
+        try:
+            parsed = option.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {option.expected()} (got {text!r})") from None
+        problem = None if parsed == option.off else option.problem(parsed)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return parsed
+
     return value
 
 
-def _unit_float(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1] (got {text})")
-    return value
-
-
-def _open_unit_float(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1) (got {text})")
-    return value
+FIGURE_FORMATS = ("png", "pdf")
+MIN_CLASSES = 2  # ReadOptions.num_classes and the schema's external.<name>.num_classes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -264,14 +242,6 @@ class _ShowProgress:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from trustcal.calibration import T_MAX, T_MIN
-    from trustcal.measures import limits
-    from trustcal.measures.bootstrap import BootstrapParams
-    from trustcal.measures.trust import FUSIONS, REPRESENTATIVES, TrustParams
-    from trustcal.predictions import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
-    from trustcal.reporting.tables import MetricParams, SweepParams
-
-    tp, mp, sp, ro = TrustParams(), MetricParams(), SweepParams(), ReadOptions()
     parser = _Parser(prog="trustcal", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -291,8 +261,70 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="output directory (required; created; trustcal's earlier files in it replaced, other files kept)",
     )
+    _reading_flags(a.add_argument_group("reading"))
+    for title, groups in setting_groups():
+        g = a.add_argument_group(title)
+        for _, cls, prefix in groups:
+            for name, option in options_of(cls).items():
+                _add_setting(g, cls, name, option, prefix)
+    _output_flags(a.add_argument_group("output"))
+    return parser
 
-    g = a.add_argument_group("reading")
+
+def setting_groups():
+    """The settings of ``trustcal assess`` by help section: (title, [(Settings field, dataclass, flag prefix)]).
+    A field's flag is ``--`` + the prefix + its configuration key, or its option's ``flag``."""
+    from trustcal.measures.bootstrap import BootstrapParams
+    from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.tables import MetricParams, SweepParams
+    from trustcal.settings import CalibrationSettings
+
+    return (
+        (
+            "trust opinion (paper §5, docs/method.md §3; defaults: the paper's)",
+            [("trust", TrustParams, ""), ("sweep", SweepParams, "")],
+        ),
+        ("metrics (docs/method.md §5–8)", [("metrics", MetricParams, "")]),
+        (
+            "calibration (with validation data; docs/method.md §2)",
+            [("calibration", CalibrationSettings, ""), ("bootstrap", BootstrapParams, "bootstrap-")],
+        ),
+    )
+
+
+def setting_flag(name: str, option, prefix: str = "") -> str:
+    """The flag of the setting ``name`` of a dataclass whose flags have ``prefix``: ``--clusters-sweep``."""
+    return "--" + (option.flag or prefix + (option.key or name)).replace("_", "-")
+
+
+def _dest(name: str, option, prefix: str) -> str:
+    return setting_flag(name, option, prefix)[2:].replace("-", "_")
+
+
+def _add_setting(group, cls, name: str, option, prefix: str) -> None:
+    """The flag of one field of a settings dataclass: its type the field's check, its default the field's."""
+    default = {f.name: f.default for f in fields(cls)}[name]
+    shown = option.shown_default or "%(default)s"
+    kwargs = dict(dest=_dest(name, option, prefix), metavar=option.metavar, default=default)
+    if option.comma:
+        kwargs.update(type=_choices(option.choices, "calibrator"))
+        extra = f", comma-separated, any of {', '.join(option.choices)}"
+    elif option.choices is not None:
+        kwargs.update(choices=option.choices)
+        extra = ""
+    else:
+        kwargs.update(type=_setting_type(option))
+        extra = f"; {option.off}: none" if option.off is not None else ""
+    if option.many and not option.comma:
+        kwargs.update(nargs="+", default=list(default))
+    group.add_argument(setting_flag(name, option, prefix), help=f"{option.help}{extra} (default: {shown})", **kwargs)
+
+
+def _reading_flags(g) -> None:
+    """The flags of :class:`~trustcal.predictions.ReadOptions` (how the files are read)."""
+    from trustcal.predictions import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
+
+    ro = ReadOptions()
     g.add_argument("--format", choices=FORMATS, default=ro.format, help="file format (default: from name and contents)")
     g.add_argument(
         "--kind",
@@ -314,7 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_NAME_PATTERN,
         help="regex with groups (?P<epoch>…) and optional (?P<state>…) matched against file names",
     )
-    g.add_argument("--num-classes", type=_positive_int, metavar="K", help="expected number of classes (checked)")
+    g.add_argument(
+        "--num-classes", type=_at_least(MIN_CLASSES), metavar="K", help="expected number of classes (checked; ≥ 2)"
+    )
     g.add_argument(
         "--positive-class",
         metavar="NAME",
@@ -338,155 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
         "or a pickled {'train','val'} .npy (unpickled with numpy's array types only; a file naming anything else is refused)",
     )
 
-    g = a.add_argument_group("trust opinion (paper §5, docs/method.md §3; defaults: the paper's)")
-    g.add_argument(
-        "--clusters",
-        type=_count(1, limits.MAX_CLUSTERS, limits.CLUSTERS_COST),
-        default=tp.clusters,
-        metavar="M",
-        help="probability clusters per class (default: %(default)s)",
-    )
-    g.add_argument(
-        "--weight",
-        type=_positive_float,
-        default=tp.weight,
-        metavar="W",
-        help="non-informative prior weight (default: %(default)s)",
-    )
-    g.add_argument(
-        "--alpha",
-        type=_nonnegative_float,
-        default=tp.alpha,
-        help="weight of excess evidence t − n·RP (default: %(default)s)",
-    )
-    g.add_argument(
-        "--beta",
-        type=_nonnegative_float,
-        default=tp.beta,
-        help="weight of missing evidence n·RP − t (default: %(default)s)",
-    )
-    g.add_argument(
-        "--base-rate", type=_unit_float, default=tp.base_rate, metavar="A", help="base rate a (default: %(default)s)"
-    )
-    g.add_argument(
-        "--representative",
-        choices=REPRESENTATIVES,
-        default=tp.representative,
-        help="cluster representative (default: %(default)s)",
-    )
-    g.add_argument(
-        "--cluster-fusion",
-        choices=FUSIONS,
-        default=tp.cluster_fusion,
-        help="fusion of cluster opinions (default: %(default)s)",
-    )
-    g.add_argument(
-        "--class-fusion",
-        choices=FUSIONS,
-        default=tp.class_fusion,
-        help="fusion of class opinions (default: %(default)s)",
-    )
-    g.add_argument(
-        "--clusters-sweep",
-        type=_count(1, limits.MAX_CLUSTERS, limits.CLUSTERS_COST),
-        nargs="+",
-        default=list(sp.clusters),
-        metavar="M",
-        help="M values of trust_sweep.csv (default: %(default)s)",
-    )
-    g.add_argument(
-        "--sweep-epochs",
-        type=_count(0, limits.MAX_EPOCHS, limits.EPOCHS_COST),
-        nargs="+",
-        default=list(sp.epochs),
-        metavar="E",
-        help="epochs of trust_sweep.csv; the last epoch is always added (default: %(default)s)",
-    )
 
-    g = a.add_argument_group("metrics (docs/method.md §5–8)")
-    g.add_argument(
-        "--ece-bins",
-        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
-        nargs="+",
-        default=list(mp.ece_bins),
-        metavar="M",
-        help="ECE bin counts; the first is the 'ece' column (default: %(default)s)",
-    )
-    g.add_argument(
-        "--nts-alpha",
-        type=_positive_float,
-        default=mp.nts_alpha,
-        help="NetTrustScore reward exponent (default: %(default)s)",
-    )
-    g.add_argument(
-        "--nts-beta",
-        type=_positive_float,
-        default=mp.nts_beta,
-        help="NetTrustScore penalty exponent (default: %(default)s)",
-    )
-    g.add_argument(
-        "--density-gamma",
-        type=_positive_float,
-        default=mp.density_gamma,
-        help="trust density bandwidth γ/√N (default: %(default)s)",
-    )
-    g.add_argument(
-        "--density-points",
-        type=_count(2, limits.MAX_POINTS, limits.POINTS_COST),
-        default=mp.density_points,
-        help="trust density grid points (default: %(default)s)",
-    )
-    g.add_argument(
-        "--geo-eps",
-        type=_open_unit_float,
-        default=mp.geo_eps,
-        help="floor of the true-class probability (default: %(default)s)",
-    )
-    g.add_argument(
-        "--geo-bins",
-        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
-        default=mp.geo_bins,
-        help="bins of the measured geometric metrics (default: %(default)s)",
-    )
-    g.add_argument(
-        "--reliability-bins",
-        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
-        default=mp.reliability_bins,
-        help="reliability curve bins (default: %(default)s)",
-    )
-    g.add_argument(
-        "--l2-bins",
-        type=_count(1, limits.MAX_BINS, limits.BINS_COST),
-        default=mp.l2_bins,
-        help="equal-mass bins of the L2 and debiased L2 ECE (default: %(default)s)",
-    )
-
-    g = a.add_argument_group("calibration (with validation data; docs/method.md §2)")
-    g.add_argument(
-        "--calibrators",
-        type=_calibrators,
-        default=None,
-        metavar="LIST",
-        help="calibrators fitted on the validation data, comma-separated, any of "
-        f"{', '.join(_fitted_methods())} (default: temperature where there are validation data; named ones "
-        "without validation data are an error; all but temperature need pip install 'trustcal[calibration]')",
-    )
-    g.add_argument("--t-min", type=_positive_float, default=T_MIN, help="lower bound of T (default: %(default)s)")
-    g.add_argument("--t-max", type=_positive_float, default=T_MAX, help="upper bound of T (default: %(default)s)")
-    g.add_argument(
-        "--bootstrap",
-        type=_count(0, limits.MAX_RESAMPLES, limits.RESAMPLES_COST),
-        default=BootstrapParams().resamples,
-        metavar="B",
-        help="resamples of the test set behind every interval (default: %(default)s; 0: no intervals)",
-    )
-
-    g = a.add_argument_group("output")
+def _output_flags(g) -> None:
+    """The flags of what is written and shown."""
     g.add_argument("--title", help="figure title (default: a single file's name, else the series' directory name)")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
     g.add_argument(
         "--figure-formats",
-        type=_figure_formats,
+        type=_choices(FIGURE_FORMATS, "figure format"),
         default=["png"],
         metavar="LIST",
         help="file formats of the figures, comma-separated: png, pdf (default: png; a PDF doubles the drawing "
@@ -513,7 +406,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="also judge the claims of FILE (YAML, docs/claims.md) on these predictions: verdict.md and .csv",
     )
     g.add_argument("--debug", action="store_true", help="show a traceback on unexpected failures")
-    return parser
 
 
 def _dataclass_from(cls, args):
@@ -523,27 +415,24 @@ def _dataclass_from(cls, args):
 
 
 def settings_from_args(args):
-    """The :class:`~trustcal.settings.Settings` of ``trustcal assess``'s arguments."""
-    from trustcal.measures.bootstrap import BootstrapParams
-    from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.tables import MetricParams, SweepParams
-    from trustcal.settings import CalibrationSettings, Settings
+    """The :class:`~trustcal.settings.Settings` of ``trustcal assess``'s arguments: each settings dataclass
+    from the flags :func:`build_parser` derived from its fields (a group whose ``off`` value is given: None)."""
+    from trustcal.settings import Settings
 
-    if args.t_min >= args.t_max:
-        raise TrustcalError(f"--t-min {args.t_min} must be smaller than --t-max {args.t_max}")
-    try:
-        trust = _dataclass_from(TrustParams, args)
-    except ValueError as exc:
-        raise TrustcalError(f"trust parameters: {exc}") from None
-    return Settings(
-        trust=trust,
-        metrics=_dataclass_from(MetricParams, args),
-        sweep=SweepParams(clusters=tuple(args.clusters_sweep), epochs=tuple(args.sweep_epochs)),
-        bootstrap=BootstrapParams(resamples=args.bootstrap) if args.bootstrap else None,
-        calibration=CalibrationSettings(
-            methods=None if args.calibrators is None else tuple(args.calibrators), t_min=args.t_min, t_max=args.t_max
-        ),
-    )
+    parts = {}
+    for _, groups in setting_groups():
+        for part, cls, prefix in groups:
+            values, off = {}, False
+            for name, option in options_of(cls).items():
+                value = getattr(args, _dest(name, option, prefix))
+                off = off or (option.off is not None and value == option.off)
+                values[name] = tuple(value) if isinstance(value, list) else value
+            try:
+                parts[part] = None if off else cls(**values)
+            except SettingError as exc:
+                names = [_dest(n, o, prefix) for n, o in options_of(cls).items()]
+                raise TrustcalError(cli_words(str(exc), names)) from None
+    return Settings(**parts)
 
 
 def flag(option: str) -> str:

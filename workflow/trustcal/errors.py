@@ -2,7 +2,16 @@
 
 
 class TrustcalError(Exception):
-    """An error whose message is meant for the user: it names the file and the fix."""
+    """An error whose message is meant for the user: it names the file and the fix.
+
+    ``rerun``: the workflow rule that writes the file at fault, where writing it again is the fix; the
+    message names it in the library's words, and the workflow's jobs add the command that reruns it
+    (workflow/scripts/_common.py), as ``trustcal assess`` adds its own wording to its errors.
+    """
+
+    def __init__(self, *args, rerun: str | None = None):
+        super().__init__(*args)
+        self.rerun = rerun
 
 
 def yaml_problem(exc: Exception) -> str:

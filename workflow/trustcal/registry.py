@@ -231,7 +231,7 @@ SCHEDULES = ("constant", "cosine", "onecycle")
 AUGMENTATIONS = ("crop", "flip")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Recipe:
     """How a network is trained.
 
@@ -245,6 +245,9 @@ class Recipe:
         augment: ``crop`` (pad by 1/8 of the side, reflect, random crop back) and ``flip`` (horizontal),
             drawn per sample and epoch from the seed's own generator.
         normalise: Standardise each channel by the training split's mean and sd (the paper: x / 255 only).
+
+    Its fields are keywords only: :class:`trustcal.training.config.TrainConfig`, how one seed is trained,
+    extends it with the rest of a run.
     """
 
     optimizer: str = "adam"

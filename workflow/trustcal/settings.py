@@ -2,9 +2,12 @@
 
 :class:`Settings` is what the workflow's evaluation stages (:mod:`trustcal.stages`), ``trustcal assess``
 (:mod:`trustcal.cli`), the Python API (:mod:`trustcal.api`) and :mod:`trustcal.assessment` take, whole.
-It is built from the workflow's configuration in one place, :meth:`Settings.from_config`; the command
-line builds it from its arguments (:func:`trustcal.cli.settings_from_args`). The defaults are the
-paper's, the same as the configuration schema's (``workflow/schemas/config.schema.yaml``).
+Each of its parts (:data:`PARTS`) is a settings dataclass whose fields declare their help text, bounds
+and check once (:mod:`trustcal.measures.options`): the command line derives its flags from them
+(:func:`trustcal.cli.settings_from_args`), the API's arguments are checked by them, and the configuration
+is read by them in one place, :meth:`Settings.from_config` (each field's key: :func:`config_path`). The
+defaults are the paper's, the same as the configuration schema's (``workflow/schemas/config.schema.yaml``;
+``tests/unit/test_options.py`` checks both ways).
 """
 
 from __future__ import annotations
@@ -12,17 +15,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from trustcal.calibration import T_MAX, T_MIN
+from trustcal.calibration import METHODS, T_MAX, T_MIN
 from trustcal.files import PAPER_CALIBRATOR
 from trustcal.measures.bootstrap import BootstrapParams
+from trustcal.measures.options import SettingError, check_fields, options_of, setting
 from trustcal.measures.trust import TrustParams
 from trustcal.reporting.tables import MetricParams, SweepParams
 
-__all__ = ["CalibrationSettings", "Settings"]
+__all__ = ["CalibrationSettings", "Settings", "config_path"]
 
-# The keys of the configuration's `trust:` section that set the cluster sweep (trust_sweep.csv),
-# not the trust opinion itself.
-SWEEP_KEYS = {"clusters_sweep": "clusters", "sweep_epochs": "epochs"}
+# The calibrators fitted on validation predictions (``none``, the predictions as given, is always assessed).
+FITTED = tuple(m for m in METHODS if m != "none")
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,36 @@ class CalibrationSettings:
     searched in [t_min, t_max] (the other scaling methods' scales in [1/t_max, 1/t_min]).
     """
 
-    methods: tuple[str, ...] | None = None
-    t_min: float = T_MIN
-    t_max: float = T_MAX
+    methods: tuple[str, ...] | None = setting(
+        None,
+        "calibrators fitted on the validation data (docs/method.md §2)",
+        kind=str,
+        choices=FITTED,
+        many=True,
+        min_items=0,
+        comma=True,
+        flag="calibrators",
+        metavar="LIST",
+        shown_default="temperature where there are validation data; named ones without validation data are an "
+        "error; all but temperature need pip install 'trustcal[calibration]'",
+    )
+    t_min: float = setting(T_MIN, "lower bound of the temperature T", kind=float, low=0, low_open=True)
+    t_max: float = setting(T_MAX, "upper bound of the temperature T", kind=float, low=0, low_open=True)
     required: bool = True
+
+    def __post_init__(self):
+        check_fields(self)
+        if self.methods is not None:
+            object.__setattr__(self, "methods", tuple(dict.fromkeys(self.methods)))
+        if not self.t_min < self.t_max:
+            raise SettingError(
+                "t_min",
+                "must be smaller than t_max",
+                self.t_min,
+                None,
+                f"t_min={T_MIN}, t_max={T_MAX}",
+                message=f"t_min={self.t_min} must be smaller than t_max={self.t_max}",
+            )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -69,22 +98,17 @@ class Settings:
     def from_config(cls, config: Mapping) -> Settings:
         """The settings of the workflow's configuration (validated: :func:`trustcal.config.validate_config`).
 
-        Reads the keys ``clusters``, ``trust`` (its ``clusters_sweep`` and ``sweep_epochs`` set the
-        sweep), ``metrics``, ``bootstrap`` and ``calibration`` (``methods``, ``t_min``, ``t_max``). A key
+        Reads each field's key (:func:`config_path`): ``clusters``, ``trust`` (its ``clusters_sweep``,
+        ``sweep_representatives`` and ``sweep_epochs`` set the sweep), ``metrics``, ``bootstrap`` and
+        ``calibration`` (``methods``, ``t_min``, ``t_max``). A key
         absent from ``config`` keeps its default: a rule passes only the keys its job reads, so that
         changing one reruns only the jobs that read it. The calibrators are the workflow's: temperature
         scaling and ``calibration.methods``, fitted where validation predictions are given.
         """
-        trust = dict(config.get("trust", {}))
-        sweep = {SWEEP_KEYS[k]: tuple(trust.pop(k)) for k in list(trust) if k in SWEEP_KEYS}
-        if "clusters" in config:
-            trust["clusters"] = config["clusters"]
-        metrics = dict(config.get("metrics", {}))
-        if "ece_bins" in metrics:
-            metrics["ece_bins"] = tuple(metrics["ece_bins"])
-        defaults = cls()
+        parts = {part: cls_ for part, cls_, _ in PARTS if part != "calibration"}
+        settings = {part: _from_section(cls_, config) for part, cls_ in parts.items()}
         cal = config.get("calibration")
-        calibration = defaults.calibration
+        calibration = cls().calibration
         if cal is not None:
             calibration = CalibrationSettings(
                 methods=tuple(dict.fromkeys([PAPER_CALIBRATOR, *cal.get("methods", ())])),
@@ -92,10 +116,34 @@ class Settings:
                 t_max=cal.get("t_max", T_MAX),
                 required=False,
             )
-        return cls(
-            trust=TrustParams(**trust),
-            metrics=MetricParams(**metrics),
-            sweep=SweepParams(**sweep),
-            bootstrap=BootstrapParams(**config["bootstrap"]) if "bootstrap" in config else defaults.bootstrap,
-            calibration=calibration,
-        )
+        return cls(**settings, calibration=calibration)
+
+
+def config_path(cls, name: str) -> tuple[str, ...]:
+    """Where the configuration sets the field ``name`` of the settings dataclass ``cls``:
+    ``("trust", "weight")``, ``("clusters",)`` (a top-level key), ``("trust", "clusters_sweep")``."""
+    option = options_of(cls)[name]
+    section = SECTIONS[cls] if option.section is None else option.section
+    return (*([section] if section else []), option.key or name)
+
+
+def _from_section(cls, config: Mapping):
+    """``cls`` with each field the configuration sets (:func:`config_path`); the others keep their default."""
+    values = {}
+    for name, option in options_of(cls).items():
+        *section, key = config_path(cls, name)
+        node = config.get(section[0], {}) if section else config
+        if key in node:
+            values[name] = tuple(node[key]) if option.many else node[key]
+    return cls(**values)
+
+
+# The parts of Settings: (its field, the settings dataclass, the configuration section of its keys).
+PARTS = (
+    ("trust", TrustParams, "trust"),
+    ("metrics", MetricParams, "metrics"),
+    ("sweep", SweepParams, "trust"),
+    ("bootstrap", BootstrapParams, "bootstrap"),
+    ("calibration", CalibrationSettings, "calibration"),
+)
+SECTIONS = {cls: section for _, cls, section in PARTS}

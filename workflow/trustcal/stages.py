@@ -59,7 +59,8 @@ def train_stage(
 
     from trustcal import registry
     from trustcal.data.splits import load_prepared, prepared_classes
-    from trustcal.training.loop import setup_config, train_seeds
+    from trustcal.training.config import setup_config
+    from trustcal.training.loop import train_seeds
 
     if not isinstance(setup, registry.Setup):  # a registered dataset's name: the callers before setups
         paper = {k: cfg[k] for k in ("batch_size", "learning_rate") if cfg.get(k) is not None}
@@ -82,7 +83,9 @@ def logits_stage(setup, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
     from trustcal import registry
     from trustcal.data.splits import load_prepared, prepared_classes
     from trustcal.files import write_npz
-    from trustcal.training.loop import checkpoint_path, compute_logits, logits_config
+    from trustcal.training.checkpoints import checkpoint_path
+    from trustcal.training.config import logits_config
+    from trustcal.training.loop import compute_logits
 
     data = load_prepared(prepared)
     if isinstance(setup, registry.Setup) and setup.dataset.num_classes is None:  # a user's: the file's classes
@@ -164,8 +167,8 @@ def load_predictions(
             for name, states in fitted.items():
                 if epoch not in states:
                     raise TrustcalError(
-                        f"{files[name]}: no {name} calibrator for epoch {epoch}; rerun "
-                        "(snakemake --cores 2 --forcerun calibrate)."
+                        f"{files[name]}: no {name} calibrator for epoch {epoch}; rerun rule 'calibrate'.",
+                        rerun="calibrate",
                     )
                 yield Predictions.of_calibrator(epoch, name, split, states[epoch], logits, labels)
 

@@ -6,7 +6,6 @@ import hashlib
 import io
 import logging
 import pickle
-import socket
 import tarfile
 import urllib.error
 import urllib.request
@@ -16,7 +15,7 @@ import pytest
 import torchvision.datasets as tvd
 from helpers.payload import Payload
 
-from trustcal.data import splits
+from trustcal.data import checksums, splits
 from trustcal.data import staging as data
 from trustcal.data.synthetic import (
     class_images,
@@ -32,39 +31,6 @@ from trustcal.registry import CIFAR100_CLASSES, DATASETS, DatasetSpec
 
 def md5(content: bytes) -> str:
     return hashlib.md5(content).hexdigest()
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to download (torchvision, urllib, a socket) fails the test."""
-    import torchvision.datasets.utils as tvu
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError(f"network access: {args}")
-
-    for module, name in [
-        (tvu, "download_url"),
-        (tvu, "_urlretrieve"),
-        (tvu, "_get_redirect_url"),
-        (urllib.request, "urlopen"),
-        (socket, "create_connection"),
-    ]:
-        monkeypatch.setattr(module, name, forbidden)
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    """Every host out of reach; returns the URLs tried."""
-    import torchvision.datasets.utils as tvu
-
-    calls = []
-
-    def refuse(url, *args, **kwargs):
-        calls.append(url)
-        raise urllib.error.URLError("Name or service not known")
-
-    monkeypatch.setattr(tvu, "_get_redirect_url", refuse)
-    return calls
 
 
 @pytest.fixture
@@ -129,7 +95,7 @@ def test_raw_files_are_where_torchvision_keeps_them(tmp_path, name, files):
 
 @pytest.mark.parametrize("name", list(DATASETS))
 def test_download_switched_off_never_touches_the_network_for_any_registered_dataset(tmp_path, no_network, name):
-    with pytest.raises(data.DatasetUnavailable, match="download: false") as err:
+    with pytest.raises(checksums.DatasetUnavailable, match="download: false") as err:
         data.download(name, tmp_path, allow_download=False)
     message = str(err.value)
     assert str(tmp_path) in message and "md5" in message and message.splitlines()[-1].startswith("Fix:")
@@ -153,7 +119,7 @@ def test_download_switched_off_never_touches_the_network_for_any_registered_data
     ],
 )
 def test_failed_download_tries_torchvisions_urls_and_says_what_to_stage(tmp_path, offline, name, urls):
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(name, tmp_path / "data")
     message = str(err.value)
     assert "could not be fetched" in message and str(tmp_path / "data") in message
@@ -184,7 +150,7 @@ def test_idx_archives_extracted_into_torchvisions_folder_and_read_back(tmp_path,
     stage(raw, archives)
     verified = data.download(name, tmp_path / "data", verify_checksums=False, allow_download=False)
     assert list(verified) == data.raw_files(name, tmp_path / "data")
-    assert set(verified.values()) == {data.NOT_CHECKED}
+    assert set(verified.values()) == {checksums.NOT_CHECKED}
     for archive, content in archives.items():
         assert (raw / archive.removesuffix(".gz")).read_bytes() == gzip.decompress(content)
         assert (raw / archive).read_bytes() == content
@@ -209,12 +175,12 @@ def test_idx_archives_accepted_by_archive_md5(tmp_path, no_network, monkeypatch,
     monkeypatch.setattr(tv, "resources", [(archive, md5(archives[archive])) for archive, _ in tv.resources])
     raw = tmp_path / tv.__name__ / "raw"
     stage(raw, archives)
-    assert set(data.download(name, tmp_path, allow_download=False).values()) == {data.ARCHIVE_MD5}
-    assert set(data.download(name, tmp_path, allow_download=False).values()) == {data.ARCHIVE_MD5}
+    assert set(data.download(name, tmp_path, allow_download=False).values()) == {checksums.ARCHIVE_MD5}
+    assert set(data.download(name, tmp_path, allow_download=False).values()) == {checksums.ARCHIVE_MD5}
     extracted = raw / "train-labels-idx1-ubyte"
     changed = extracted.read_bytes()[:-1] + b"\x07"
     extracted.write_bytes(changed)
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(name, tmp_path, allow_download=False)
     assert_refusal(err, extracted, "not the content of", "train-labels-idx1-ubyte.gz", f"{{{name}: false")
     assert extracted.read_bytes() == changed, "a staged file is never overwritten"
@@ -225,7 +191,7 @@ def test_idx_archive_with_wrong_md5_is_named_and_kept(tmp_path, no_network, name
     archives = idx_archives(name, tmp_path)
     raw = tmp_path / getattr(tvd, DATASETS[name].torchvision).__name__ / "raw"
     stage(raw, archives)
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(name, tmp_path, allow_download=True)  # staged files are judged before any download
     official = dict(getattr(tvd, DATASETS[name].torchvision).resources)
     assert_refusal(
@@ -244,7 +210,7 @@ def test_idx_archive_with_wrong_md5_is_named_and_kept(tmp_path, no_network, name
 def test_uncompressed_idx_files_without_their_archives_cannot_be_checked(tmp_path, no_network, name):
     raw = write_idx_dataset(tmp_path, name, 40, 20)
     before = snapshot(raw)
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(name, tmp_path, allow_download=False)
     official = dict(getattr(tvd, DATASETS[name].torchvision).resources)
     assert_refusal(
@@ -257,7 +223,7 @@ def test_uncompressed_idx_files_without_their_archives_cannot_be_checked(tmp_pat
     )
     assert snapshot(raw) == before
     verified = data.download(name, tmp_path, verify_checksums=False, allow_download=False)
-    assert set(verified.values()) == {data.NOT_CHECKED}
+    assert set(verified.values()) == {checksums.NOT_CHECKED}
     assert data.load_raw(name, tmp_path)[0].shape == (40, 1, 28, 28)
 
 
@@ -267,7 +233,7 @@ def test_idx_archive_fetched_from_torchvisions_mirror(tmp_path, serve, monkeypat
     for archive, content in archives.items():
         serve[f"{tvd.KMNIST.mirrors[0]}{archive}"] = content
     verified = data.download("kmnist", tmp_path / "data")
-    assert set(verified.values()) == {data.ARCHIVE_MD5}
+    assert set(verified.values()) == {checksums.ARCHIVE_MD5}
     assert snapshot(tmp_path / "data" / "KMNIST" / "raw") == {
         **archives,
         **{a.removesuffix(".gz"): gzip.decompress(c) for a, c in archives.items()},
@@ -323,7 +289,7 @@ def test_cifar100_tarball_extracted_into_torchvisions_folder(tmp_path, no_networ
     stage(tmp_path / "data", {"cifar-100-python.tar.gz": tarball})
     monkeypatch.setattr(tvd.CIFAR100, "tgz_md5", md5(tarball))  # the synthetic tarball as the official one
     verified = data.download("cifar100", tmp_path / "data", allow_download=False)
-    assert verified == dict.fromkeys(data.raw_files("cifar100", tmp_path / "data"), data.ARCHIVE_MD5)
+    assert verified == dict.fromkeys(data.raw_files("cifar100", tmp_path / "data"), checksums.ARCHIVE_MD5)
     assert snapshot(tmp_path / "data" / "cifar-100-python") == contents
     assert data.load_raw("cifar100", tmp_path / "data", verify_checksums=False)[0].shape == (30, 3, 32, 32)
 
@@ -331,7 +297,7 @@ def test_cifar100_tarball_extracted_into_torchvisions_folder(tmp_path, no_networ
 def test_cifar100_tarball_with_wrong_md5_is_named_and_kept(tmp_path, no_network):
     tarball, _ = cifar100_tarball(tmp_path, mangle=lambda name, c: c + b"\0" if name == "test" else c)
     stage(tmp_path / "data", {"cifar-100-python.tar.gz": tarball})
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download("cifar100", tmp_path / "data", allow_download=False)
     assert_refusal(
         err,
@@ -344,15 +310,15 @@ def test_cifar100_tarball_with_wrong_md5_is_named_and_kept(tmp_path, no_network)
     )
     assert snapshot(tmp_path / "data") == {"cifar-100-python.tar.gz": tarball}, "nothing extracted"
     verified = data.download("cifar100", tmp_path / "data", verify_checksums=False, allow_download=False)
-    assert set(verified.values()) == {data.NOT_CHECKED}
+    assert set(verified.values()) == {checksums.NOT_CHECKED}
 
 
 def test_checksummed_cifar100_names_the_file_and_its_official_md5(tmp_path):
     batches = write_cifar100(tmp_path, n_train=30, n_test=20)
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw("cifar100", tmp_path)
     assert str(batches / "train") in str(err.value) and dict(tvd.CIFAR100.train_list)["train"] in str(err.value)
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download("cifar100", tmp_path, allow_download=False)
     assert_refusal(err, batches / "train", "verify_checksums: {cifar100: false")
 
@@ -361,7 +327,7 @@ def test_a_cifar100_batch_replaced_by_a_pickle_payload_is_refused_and_never_run(
     batches = write_cifar100(tmp_path, n_train=30, n_test=20)
     marker = tmp_path / "ran"
     (batches / "train").write_bytes(pickle.dumps({"fine_labels": [0], "data": Payload(marker)}, protocol=2))
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw("cifar100", tmp_path, verify_checksums=False)
     assert_refusal(err, batches / "train", "not a CIFAR-100 batch", "system")
     assert not marker.exists()
@@ -372,7 +338,7 @@ def test_cifar100_labels_beyond_its_classes_are_refused(tmp_path):
     entry = pickle.loads((batches / "test").read_bytes(), encoding="latin1")
     entry["fine_labels"][3] = 100
     (batches / "test").write_bytes(pickle.dumps(entry, protocol=2))
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw("cifar100", tmp_path, verify_checksums=False)
     assert_refusal(err, batches / "test", "label(s) 100 outside 0..99")
 
@@ -410,20 +376,20 @@ def test_svhn_read_as_torchvision_reads_it_with_label_10_as_digit_0(tmp_path):
 def test_svhn_md5s_checked_first(tmp_path, no_network, monkeypatch):
     write_svhn(tmp_path, n_train=20, n_test=10)
     train = tmp_path / "train_32x32.mat"
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download("svhn", tmp_path, allow_download=False)
     assert_refusal(
         err, train, md5(train.read_bytes()), tvd.SVHN.split_list["train"][2], "matching its md5", "{svhn: false"
     )
-    with pytest.raises(data.DatasetUnavailable, match=f"{train}: md5 {md5(train.read_bytes())}, not the official"):
+    with pytest.raises(checksums.DatasetUnavailable, match=f"{train}: md5 {md5(train.read_bytes())}, not the official"):
         data.load_raw("svhn", tmp_path)
-    assert set(data.download("svhn", tmp_path, verify_checksums=False).values()) == {data.NOT_CHECKED}
+    assert set(data.download("svhn", tmp_path, verify_checksums=False).values()) == {checksums.NOT_CHECKED}
     official = {
         split: [url, name, md5((tmp_path / name).read_bytes()) if split != "extra" else m]
         for split, (url, name, m) in tvd.SVHN.split_list.items()
     }
     monkeypatch.setattr(tvd.SVHN, "split_list", official)
-    assert set(data.download("svhn", tmp_path, allow_download=False).values()) == {data.CONTENT_MD5}
+    assert set(data.download("svhn", tmp_path, allow_download=False).values()) == {checksums.CONTENT_MD5}
     assert data.load_raw("svhn", tmp_path)[0].shape == (20, 3, 32, 32)
 
 
@@ -437,14 +403,14 @@ def test_svhn_fetched_from_torchvisions_url(tmp_path, serve, monkeypatch):
             serve[url] = files[name]
     monkeypatch.setattr(tvd.SVHN, "split_list", official)
     verified = data.download("svhn", tmp_path / "data")
-    assert set(verified.values()) == {data.CONTENT_MD5}
+    assert set(verified.values()) == {checksums.CONTENT_MD5}
     assert snapshot(tmp_path / "data") == files
 
 
 def test_a_damaged_svhn_file_is_named(tmp_path):
     write_svhn(tmp_path, n_train=20, n_test=10)
     (tmp_path / "test_32x32.mat").write_bytes(b"not a MATLAB file")
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw("svhn", tmp_path, verify_checksums=False)
     assert_refusal(err, tmp_path / "test_32x32.mat", "not a readable MATLAB file", tvd.SVHN.split_list["test"][2])
 
@@ -523,7 +489,7 @@ def test_a_users_image_folder_is_left_as_it_was(tmp_path, no_network):
     before = snapshot(root)
     spec = imagefolder_spec(root)
     verified = data.download(spec, tmp_path / "data", allow_download=False)
-    assert set(verified.values()) == {data.USER_FILE} and len(verified) == 20
+    assert set(verified.values()) == {checksums.USER_FILE} and len(verified) == 20
     data.write_manifest(verified, tmp_path / "raw_manifest.tsv")
     sizes = splits.prepare(spec, tmp_path / "data", tmp_path / "splits.npz")
     assert sizes == {"x_train": 9, "x_val": 1, "x_test": 10}
@@ -536,25 +502,25 @@ def test_a_users_image_folder_is_left_as_it_was(tmp_path, no_network):
 def test_image_folder_refusals_name_the_file_and_the_fix(tmp_path):
     from PIL import Image
 
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(imagefolder_spec(tmp_path / "nowhere"), tmp_path)
     assert_refusal(err, tmp_path / "nowhere", "no such folder", "train/<class>/")
 
     root = write_imagefolder(tmp_path / "leaves", ["oak", "ash"], n_per_class=2, size=8)
     first = data.raw_files(imagefolder_spec(root), tmp_path)[0]
     (root / "test" / "elm").mkdir()
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw(imagefolder_spec(root), tmp_path)
     assert_refusal(err, root / "test", "elm", "not in", "ash, oak")
     (root / "test" / "elm").rmdir()
 
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw(imagefolder_spec(root, classes=("oak", "ash")), tmp_path)
     assert_refusal(err, root / "train", "classes: oak, ash", "ash, oak", "in that order")
 
     odd = root / "test" / "oak" / "odd.png"
     Image.fromarray(np.zeros((8, 5, 3), np.uint8)).save(odd)
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw(imagefolder_spec(root), tmp_path)
     assert_refusal(err, odd, "8×8", "5×8", "size:")
     assert f"{first} is 8×8" in str(err.value), "and the first of the others"
@@ -562,13 +528,13 @@ def test_image_folder_refusals_name_the_file_and_the_fix(tmp_path):
 
     broken = root / "train" / "ash" / "broken.png"
     broken.write_text("not a PNG")
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw(imagefolder_spec(root), tmp_path)
     assert_refusal(err, broken, "not a readable image")
     broken.unlink()
 
     (root / "train" / "pine").mkdir()
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(imagefolder_spec(root), tmp_path)
     assert_refusal(err, root / "train" / "pine", "no image")
 
@@ -611,7 +577,7 @@ def test_npz_class_names_stored_with_the_splits(tmp_path, no_network):
     before = snapshot(tmp_path / "user")
     spec = npz_spec(path)
     verified = data.download(spec, tmp_path / "data", allow_download=False)
-    assert verified == {str(path): data.USER_FILE}
+    assert verified == {str(path): checksums.USER_FILE}
     data.write_manifest(verified, tmp_path / "raw_manifest.tsv")
     assert md5(path.read_bytes()) in (tmp_path / "raw_manifest.tsv").read_text()
     assert splits.prepare(spec, tmp_path / "data", tmp_path / "splits.npz") == {"x_train": 36, "x_val": 4, "x_test": 10}
@@ -667,7 +633,7 @@ def write_arrays(path, **changes):
 def test_npz_refusals_name_the_file_the_array_and_the_fix(tmp_path, changes, texts):
     path = write_arrays(tmp_path / "mine.npz", **changes)
     before = path.read_bytes()
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw(npz_spec(path), tmp_path)
     assert_refusal(err, path, *texts)
     if "Python objects" in texts:
@@ -676,18 +642,18 @@ def test_npz_refusals_name_the_file_the_array_and_the_fix(tmp_path, changes, tex
 
 
 def test_npz_file_refusals(tmp_path):
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(npz_spec(tmp_path / "missing.npz"), tmp_path)
     assert_refusal(err, tmp_path / "missing.npz", "no such file")
     np.save(tmp_path / "one.npy", np.zeros(3))
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(npz_spec(tmp_path / "one.npy"), tmp_path)
     assert_refusal(err, tmp_path / "one.npy", "not named arrays")
     (tmp_path / "text.npz").write_text("x")
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(npz_spec(tmp_path / "text.npz"), tmp_path)
     assert_refusal(err, tmp_path / "text.npz", "not a readable .npz")
     path = write_arrays(tmp_path / "named.npz", classes=np.array(["a", "b", "c"]))
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw(npz_spec(path, classes=("a", "b", "d")), tmp_path)
     assert_refusal(err, path, "classes: a, b, d", "a, b, c")

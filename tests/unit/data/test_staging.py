@@ -6,7 +6,6 @@ import hashlib
 import io
 import pickle
 import shutil
-import socket
 import struct
 import tarfile
 import urllib.error
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 from helpers.payload import Payload
 
+from trustcal.data import checksums, cifar, idx
 from trustcal.data import staging as data
 from trustcal.data.synthetic import write_cifar10, write_mnist
 
@@ -38,7 +38,7 @@ def test_cifar_channel_order_survives_the_round_trip(tmp_path):
 
 
 def test_checksummed_cifar_rejects_synthetic_batches(tiny_data):
-    with pytest.raises(data.DatasetUnavailable, match="cifar-10-python.tar.gz"):
+    with pytest.raises(checksums.DatasetUnavailable, match="cifar-10-python.tar.gz"):
         data.load_raw("cifar10", tiny_data, verify_checksums=True)
 
 
@@ -135,7 +135,7 @@ def test_a_cifar_batch_replaced_by_a_pickle_payload_is_refused_and_never_run(tmp
     assert marker.exists()
     marker.unlink()
     (batches / name).write_bytes(payload)
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw("cifar10", tmp_path, verify_checksums=False)
     first = str(err.value).splitlines()[0]
     assert str(batches / name) in first and "system" in first and "Fix:" in first
@@ -153,7 +153,7 @@ def test_a_cifar_batch_replaced_by_a_pickle_payload_is_refused_and_never_run(tmp
 def test_a_damaged_cifar_batch_is_named(tmp_path, content, expected):
     batches = write_cifar10(tmp_path, n_train=50, n_test=10)
     (batches / "data_batch_2").write_bytes(content)
-    with pytest.raises(data.DatasetUnavailable, match=rf"data_batch_2: {expected}.*Fix:"):
+    with pytest.raises(checksums.DatasetUnavailable, match=rf"data_batch_2: {expected}.*Fix:"):
         data.load_raw("cifar10", tmp_path, verify_checksums=False)
 
 
@@ -161,7 +161,7 @@ def test_real_mnist_test_files_load_through_the_same_code(tmp_path, shared):
     """The original t10k archives match torchvision's md5s and read through load_raw."""
     mnist_test_files = shared("datasets/mnist-test")
     raw = write_mnist(tmp_path, n_train=20, n_test=10)
-    md5s = data.MNIST_ARCHIVE_MD5  # torchvision's
+    md5s = idx.MNIST_ARCHIVE_MD5  # torchvision's
     for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
         archive = mnist_test_files / f"{name}.gz"
         assert hashlib.md5(archive.read_bytes()).hexdigest() == md5s[f"{name}.gz"]
@@ -206,45 +206,13 @@ def read_manifest(verified, path):
 
 
 @pytest.fixture
-def offline(monkeypatch):
-    calls = []
-
-    def refuse(url, *args, **kwargs):
-        calls.append(url)
-        raise urllib.error.URLError("Name or service not known")
-
-    import torchvision.datasets.utils as tvu
-
-    monkeypatch.setattr(tvu, "_get_redirect_url", refuse)
-    return calls
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to download (torchvision, urllib, a socket) fails the test."""
-    import torchvision.datasets.utils as tvu
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError(f"network access with download false: {args}")
-
-    for module, name in [
-        (tvu, "download_url"),
-        (tvu, "_urlretrieve"),
-        (tvu, "_get_redirect_url"),
-        (urllib.request, "urlopen"),
-        (socket, "create_connection"),
-    ]:
-        monkeypatch.setattr(module, name, forbidden)
-
-
-@pytest.fixture
 def mnist_official(tmp_path, monkeypatch):
     """Synthetic IDX files standing in for MNIST: the md5 tables are patched to them, with the
     gzip level-9 archives as the "official" archives. Returns {name: uncompressed bytes}."""
     raw = write_mnist(tmp_path / "source", n_train=50, n_test=20)
-    contents = {name: (raw / name).read_bytes() for name in data.MNIST_FILES}
-    monkeypatch.setattr(data, "MNIST_CONTENT_MD5", {n: md5(c) for n, c in contents.items()})
-    monkeypatch.setattr(data, "MNIST_ARCHIVE_MD5", {f"{n}.gz": md5(gz(c, 9)) for n, c in contents.items()})
+    contents = {name: (raw / name).read_bytes() for name in idx.MNIST_FILES}
+    monkeypatch.setattr(idx, "MNIST_CONTENT_MD5", {n: md5(c) for n, c in contents.items()})
+    monkeypatch.setattr(idx, "MNIST_ARCHIVE_MD5", {f"{n}.gz": md5(gz(c, 9)) for n, c in contents.items()})
     return contents
 
 
@@ -253,10 +221,10 @@ def cifar_official(tmp_path, monkeypatch):
     """Synthetic CIFAR-10 batches with the md5 tables patched to them and to their "official"
     tarball. Returns ({name: batch bytes}, the official tarball's bytes)."""
     batches = write_cifar10(tmp_path / "source", n_train=50, n_test=10)
-    contents = {name: (batches / name).read_bytes() for name in data.CIFAR10_CONTENT_MD5}
+    contents = {name: (batches / name).read_bytes() for name in cifar.CIFAR10_CONTENT_MD5}
     official = tarball({f"cifar-10-batches-py/{n}": c for n, c in contents.items()})
-    monkeypatch.setattr(data, "CIFAR10_CONTENT_MD5", {n: md5(c) for n, c in contents.items()})
-    monkeypatch.setattr(data, "CIFAR10_ARCHIVE_MD5", md5(official))
+    monkeypatch.setattr(cifar, "CIFAR10_CONTENT_MD5", {n: md5(c) for n, c in contents.items()})
+    monkeypatch.setattr(cifar, "CIFAR10_ARCHIVE_MD5", md5(official))
     return contents, official
 
 
@@ -266,7 +234,7 @@ def stage(directory, files: dict[str, bytes]):
         (directory / name).write_bytes(content)
 
 
-@pytest.mark.parametrize("level,expected", [(9, data.ARCHIVE_MD5), (1, data.CONTENT_MD5)])
+@pytest.mark.parametrize("level,expected", [(9, checksums.ARCHIVE_MD5), (1, checksums.CONTENT_MD5)])
 def test_staged_mnist_archives_are_verified_and_extracted_offline(
     tmp_path, mnist_official, no_network, level, expected
 ):
@@ -275,7 +243,7 @@ def test_staged_mnist_archives_are_verified_and_extracted_offline(
     archives = {f"{n}.gz": gz(c, level) for n, c in mnist_official.items()}
     stage(raw, archives)
     if level == 1:
-        assert all(md5(a) != data.MNIST_ARCHIVE_MD5[n] for n, a in archives.items())
+        assert all(md5(a) != idx.MNIST_ARCHIVE_MD5[n] for n, a in archives.items())
     verified = data.download("mnist", tmp_path / "data", allow_download=False)
     assert verified == dict.fromkeys(data.raw_files("mnist", tmp_path / "data"), expected)
     for name, content in mnist_official.items():
@@ -290,7 +258,7 @@ def test_staged_mnist_idx_files_are_accepted_by_content(tmp_path, mnist_official
     raw = tmp_path / "MNIST" / "raw"
     stage(raw, mnist_official)
     verified = data.download("mnist", tmp_path, allow_download=False)
-    assert set(verified.values()) == {data.CONTENT_MD5}
+    assert set(verified.values()) == {checksums.CONTENT_MD5}
     assert sorted(p.name for p in raw.iterdir()) == sorted(mnist_official)
 
 
@@ -304,14 +272,14 @@ def test_staged_file_with_wrong_content_is_named_and_kept(tmp_path, mnist_offici
     staged = gz(bytes(wrong), 9) if form == "archive" else bytes(wrong)
     stage(raw, {bad.name: staged})
     stage(raw, {f"{n}.gz": gz(c, 9) for n, c in mnist_official.items() if n != "train-images-idx3-ubyte"})
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download("mnist", tmp_path, allow_download=allow_download)
     message = str(err.value)
     for text in [
         str(bad),
         md5(staged),
-        data.MNIST_ARCHIVE_MD5["train-images-idx3-ubyte.gz"],
-        data.MNIST_CONTENT_MD5["train-images-idx3-ubyte"],
+        idx.MNIST_ARCHIVE_MD5["train-images-idx3-ubyte.gz"],
+        idx.MNIST_CONTENT_MD5["train-images-idx3-ubyte"],
         "replace",
         "verify_checksums: {mnist: false",
     ]:
@@ -336,7 +304,7 @@ def test_verify_checksums_false_accepts_it_and_says_so(tmp_path, mnist_official,
     assert all((raw / n).read_bytes() == c for n, c in staged.items())
 
 
-@pytest.mark.parametrize("level,expected", [(9, data.ARCHIVE_MD5), (1, data.CONTENT_MD5)])
+@pytest.mark.parametrize("level,expected", [(9, checksums.ARCHIVE_MD5), (1, checksums.CONTENT_MD5)])
 def test_staged_cifar_tarball_is_verified_and_extracted_offline(tmp_path, cifar_official, no_network, level, expected):
     contents, official = cifar_official
     staged = official if level == 9 else tarball({f"cifar-10-batches-py/{n}": c for n, c in contents.items()}, level)
@@ -372,7 +340,7 @@ def test_cifar_tarball_with_a_link_for_a_batch_is_rejected(tmp_path, cifar_offic
         tmp_path,
         {"cifar-10-python.tar.gz": tarball(members, symlinks={"cifar-10-batches-py/data_batch_1": "/etc/passwd"})},
     )
-    with pytest.raises(data.DatasetUnavailable, match="lacks cifar-10-batches-py/data_batch_1"):
+    with pytest.raises(checksums.DatasetUnavailable, match="lacks cifar-10-batches-py/data_batch_1"):
         data.download("cifar10", tmp_path, verify_checksums=False, allow_download=False)
     assert not (tmp_path / "cifar-10-batches-py").exists()
 
@@ -381,15 +349,15 @@ def test_cifar_tarball_with_wrong_content_is_named_and_kept(tmp_path, cifar_offi
     contents, _ = cifar_official
     staged = tarball({f"cifar-10-batches-py/{n}": (c if n != "test_batch" else c + b"\0") for n, c in contents.items()})
     stage(tmp_path, {"cifar-10-python.tar.gz": staged})
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download("cifar10", tmp_path, allow_download=False)
     message = str(err.value)
     for text in [
         str(tmp_path / "cifar-10-python.tar.gz"),
         md5(staged),
-        data.CIFAR10_ARCHIVE_MD5,
+        cifar.CIFAR10_ARCHIVE_MD5,
         "test_batch",
-        data.CIFAR10_CONTENT_MD5["test_batch"],
+        cifar.CIFAR10_CONTENT_MD5["test_batch"],
         "verify_checksums: {cifar10: false",
     ]:
         assert text in message
@@ -403,13 +371,13 @@ def test_staged_cifar_batches_are_checked_by_content(tmp_path, cifar_official, n
     batches = tmp_path / "cifar-10-batches-py"
     stage(batches, contents)
     verified = data.download("cifar10", tmp_path, allow_download=False)
-    assert set(verified.values()) == {data.CONTENT_MD5}
+    assert set(verified.values()) == {checksums.CONTENT_MD5}
     (batches / "batches.meta").write_bytes(b"changed")
-    with pytest.raises(data.DatasetUnavailable, match="batches.meta: md5 " + md5(b"changed")):
+    with pytest.raises(checksums.DatasetUnavailable, match="batches.meta: md5 " + md5(b"changed")):
         data.download("cifar10", tmp_path, allow_download=False)
     assert (batches / "batches.meta").read_bytes() == b"changed"
     verified = data.download("cifar10", tmp_path, verify_checksums=False, allow_download=False)
-    assert set(verified.values()) == {data.NOT_CHECKED}
+    assert set(verified.values()) == {checksums.NOT_CHECKED}
 
 
 @pytest.mark.parametrize(
@@ -428,7 +396,7 @@ def test_staged_cifar_batches_are_checked_by_content(tmp_path, cifar_official, n
     ],
 )
 def test_failed_download_says_which_files_to_put_where(tmp_path, offline, dataset, expected):
-    with pytest.raises(data.DatasetUnavailable) as err:
+    with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(dataset, tmp_path / "data")
     message = str(err.value)
     for text in expected + [str(tmp_path / "data"), "could not be fetched"]:
@@ -441,9 +409,9 @@ def test_failed_download_says_which_files_to_put_where(tmp_path, offline, datase
     )
 
 
-@pytest.mark.parametrize("dataset", data.DATASETS)
+@pytest.mark.parametrize("dataset", checksums.DATASETS)
 def test_download_switched_off_never_touches_the_network(tmp_path, no_network, dataset):
-    with pytest.raises(data.DatasetUnavailable, match="download: false") as err:
+    with pytest.raises(checksums.DatasetUnavailable, match="download: false") as err:
         data.download(dataset, tmp_path, allow_download=False)
     assert "archive md5" in str(err.value) and str(tmp_path) in str(err.value)
 
@@ -477,7 +445,7 @@ def test_download_fetches_missing_archives_only_and_retries_a_corrupt_one(tmp_pa
     staged = gz(mnist_official["train-images-idx3-ubyte"], 1)
     stage(raw, {"train-images-idx3-ubyte.gz": staged})
     verified = data.download("mnist", tmp_path)
-    assert list(verified.values()) == [data.CONTENT_MD5] + 3 * [data.ARCHIVE_MD5]
+    assert list(verified.values()) == [checksums.CONTENT_MD5] + 3 * [checksums.ARCHIVE_MD5]
     assert (raw / "train-images-idx3-ubyte.gz").read_bytes() == staged
     assert not any("train-images" in url for url in mirrors)
     assert any(url.startswith("https://ossci") for url in mirrors), "the first mirror was tried"
@@ -508,6 +476,6 @@ def test_real_mnist_archives_staged_as_they_are(tmp_path, no_network, shared):
         "t10k-images-idx3-ubyte": "archive-md5",
         "t10k-labels-idx1-ubyte": "archive-md5",
     }
-    assert {name: r["md5"] for name, r in rows.items()} == data.MNIST_CONTENT_MD5
+    assert {name: r["md5"] for name, r in rows.items()} == idx.MNIST_CONTENT_MD5
     for archive in mnist_files.glob("*-ubyte.gz"):
         assert (raw / archive.name).read_bytes() == archive.read_bytes()

@@ -20,8 +20,8 @@ from trustcal.measures.bootstrap import BootstrapParams, resample_counts
 from trustcal.reporting.tables import (
     MetricParams,
     Predictions,
-    _refinement_replicates,
     refinement_losses,
+    refinement_replicates,
     score_tables,
 )
 
@@ -228,7 +228,7 @@ def test_scores_csv_columns_add_up_and_their_resamples_are_the_drawn_rows():
     # a resample's terms: the drawn rows' mean losses, the recalibration maps held fixed (folds: the bootstrap seed)
     losses = refinement_losses(preds[0], MetricParams(), boot.seed)
     counts = resample_counts(600, boot)
-    replicates = _refinement_replicates(losses, counts)
+    replicates = refinement_replicates(losses, counts)
     for b in range(3):
         rows = np.repeat(np.arange(600), counts[b].astype(int))
         want = D.terms_from_losses({name: values[rows] for name, values in losses.items()})

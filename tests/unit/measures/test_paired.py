@@ -368,7 +368,7 @@ def _paired_seed(shift, noise, epochs=3, resamples=40, seed=0):
 
 
 def test_study_counts_epochs_whose_paired_interval_excludes_zero():
-    from trustcal.study import calibrator_findings, paired_comparisons
+    from trustcal.study import calibrator_findings, comparison, paired_comparisons
 
     # iso: 0.02 below the raw model at epochs 2 and 3, 0 at epoch 1; shared noise cancels in the differences
     per_seed = {s: _paired_seed(lambda e, s=s: 0.0 if e == 1 else 0.02 + 0.001 * s, 0.01, seed=s) for s in range(3)}
@@ -389,10 +389,7 @@ def test_study_counts_epochs_whose_paired_interval_excludes_zero():
             for z in range(2)
         ]
     )
-    scores = pd.DataFrame(
-        [dict(seed=0, epoch=e, calibrator=c, split="test", ece=0.05) for e in (1, 2, 3) for c in ("none", "iso")]
-    )
-    lines = calibrator_findings(scores, trust, table)
+    lines = calibrator_findings(comparison(trust, table, 3))
     assert any("`iso` below at 2 of 3 epochs, above at 0" in line for line in lines), lines
     assert not any("overlap" in line for line in lines)
 
@@ -403,8 +400,9 @@ def test_study_reads_every_seed_or_none_and_refuses_other_resamples(tmp_path):
 
     assert load_paired(tmp_path, "mnist", [0, 1]) == {}
     write_npz(tmp_path / "mnist" / "seed0" / "paired.npz", **_paired_seed(lambda e: 0.0, 0.01))
-    with pytest.raises(TrustcalError, match=r"seed1/paired.npz: file not found .* --forcerun scores"):
+    with pytest.raises(TrustcalError, match=r"seed1/paired.npz: file not found .* rerun rule 'scores'") as err:
         load_paired(tmp_path, "mnist", [0, 1])
+    assert err.value.rerun == "scores"
     other = {**_paired_seed(lambda e: 0.0, 0.01), "seed": np.array(7)}
     write_npz(tmp_path / "mnist" / "seed1" / "paired.npz", **other)
     with pytest.raises(TrustcalError, match="different test-set resamples"):

@@ -1,6 +1,7 @@
 """trustcal.predictions.formats: each reader on small files with known contents, format detection, options."""
 
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ from helpers.payload import Payload
 
 from trustcal.predictions import formats
 from trustcal.predictions.errors import CellError, ColumnError, PredictionError, UnreadableFile
-from trustcal.predictions.formats import ReadOptions
+from trustcal.predictions.options import LABEL_COLUMN_NAMES, ReadOptions
 
 
 def write(path, text: str):
@@ -32,6 +33,23 @@ def test_csv_label_column_found_by_name_in_any_position(tmp_path):
     np.testing.assert_array_equal(table.values, [[0.9, 0.1]])
     np.testing.assert_array_equal(table.labels, [1])
     assert table.columns == ["b", "a"]
+
+
+@pytest.mark.parametrize("name", ["True Label", "TRUE_LABEL", "targets", "Y", "y-true", "Class", "Ground Truth"])
+def test_every_usual_label_column_name_is_found_and_the_docs_list_them_all(tmp_path, name):
+    path = write(tmp_path / "p.csv", f"p0,{name},p1\n0.9,0,0.1\n0.3,1,0.7\n")
+    table = formats.read_table(path, ReadOptions())
+    np.testing.assert_array_equal(table.labels, [0, 1])
+    assert table.columns == ["p0", "p1"]
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "assess.md").read_text()
+    assert all(f"`{usual}`" in docs for usual in LABEL_COLUMN_NAMES)
+
+
+def test_a_missing_label_column_names_every_usual_name(tmp_path):
+    path = write(tmp_path / "p.csv", "p0,truth\n0.9,0\n")
+    with pytest.raises(ColumnError, match="no label column") as err:
+        formats.read_table(path, ReadOptions())
+    assert all(repr(usual) in str(err.value) for usual in LABEL_COLUMN_NAMES)
 
 
 def test_prob_columns_choose_the_value_columns(tmp_path):

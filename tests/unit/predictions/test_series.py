@@ -5,7 +5,7 @@ import pytest
 
 from trustcal.predictions import series
 from trustcal.predictions.errors import SeriesError, UnreadableFile
-from trustcal.predictions.formats import ReadOptions
+from trustcal.predictions.options import ReadOptions
 
 
 @pytest.mark.parametrize(

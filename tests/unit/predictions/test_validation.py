@@ -8,8 +8,9 @@ import pytest
 
 from trustcal.predictions import validation
 from trustcal.predictions.errors import CellError, LabelError, LengthMismatch, ProbabilityError
-from trustcal.predictions.formats import ReadOptions, Table
+from trustcal.predictions.options import ReadOptions
 from trustcal.predictions.series import PredictionFile
+from trustcal.predictions.table import Table
 
 PATH = Path("p.csv")
 EPS = np.finfo(np.float64).eps

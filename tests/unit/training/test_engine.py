@@ -68,8 +68,10 @@ from helpers.training import EPS32, LAMBDA, splits, train  # LAMBDA: (1.) ≈ 7.
 from torch import nn
 
 import trustcal.training.engine as engine
+from trustcal.training.checkpoints import checkpoint_path, load_checkpoint
+from trustcal.training.config import TrainConfig
 from trustcal.training.engine import FlatAdam, StackedParameters, StackedTrainer
-from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, train_seeds
+from trustcal.training.loop import compute_logits, train_seeds
 from trustcal.training.models import ARCHITECTURES, build_model
 
 EPS_TF32 = 2.0**-10  # TF32 keeps 10 of float32's 23 mantissa bits

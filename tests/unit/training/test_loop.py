@@ -17,7 +17,9 @@ from helpers.training import EPS32, LAMBDA, overwrite_member_start, overwrite_va
 
 from trustcal.errors import TrustcalError
 from trustcal.files import seal_zip, verify_zip
-from trustcal.training.loop import TrainConfig, checkpoint_path, compute_logits, load_checkpoint, resolve_device
+from trustcal.training.checkpoints import checkpoint_path, load_checkpoint
+from trustcal.training.config import TrainConfig, resolve_device
+from trustcal.training.loop import compute_logits
 from trustcal.training.models import build_model, count_parameters
 
 
@@ -92,14 +94,14 @@ def test_raising_epochs_trains_only_the_new_ones(tmp_path, caplog):
     data = splits("mnist")
     train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
     before = {e: checkpoint_path(tmp_path, e).stat().st_mtime_ns for e in (1, 2)}
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path)
     trained = [r.message for r in caplog.records if r.message.startswith("epoch")]
     assert len(trained) == 1 and trained[0].startswith("epoch   3/3")
     assert {e: checkpoint_path(tmp_path, e).stat().st_mtime_ns for e in (1, 2)} == before
     # Lowering epochs trains nothing and returns the shorter history.
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         h = train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
     assert list(h["epoch"]) == [1, 2] and not [r for r in caplog.records if r.message.startswith("epoch")]
 
@@ -120,7 +122,7 @@ def test_progress_bar_over_epochs_only_when_asked(tmp_path, capsys):
 def test_checkpoints_of_another_configuration_are_not_reused(tmp_path, caplog):
     data = splits("mnist")
     train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path)
-    with caplog.at_level(logging.WARNING, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.WARNING, logger="trustcal.training"):
         h = train(TrainConfig("mnist", seed=0, epochs=2, learning_rate=1e-2), data, tmp_path)
     assert "training afresh" in caplog.text
     assert load_checkpoint(checkpoint_path(tmp_path, 2))["fingerprint"]["learning_rate"] == 1e-2
@@ -132,7 +134,7 @@ def test_checkpoints_trained_on_other_data_are_not_reused(tmp_path, caplog):
     synthetic, real = splits("mnist"), splits("mnist")
     real["x_train"] = 255 - real["x_train"]
     train(TrainConfig("mnist", seed=0, epochs=2), synthetic, tmp_path / "run")
-    with caplog.at_level(logging.WARNING, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.WARNING, logger="trustcal.training"):
         h = train(TrainConfig("mnist", seed=0, epochs=2), real, tmp_path / "run")
     assert "training afresh" in caplog.text and "data '" in caplog.text
     assert list(h["epoch"]) == [1, 2]
@@ -185,8 +187,9 @@ def test_truncated_checkpoint_is_reported_with_the_fix(tmp_path):
     path = checkpoint_path(tmp_path, 1)
     whole = path.read_bytes()
     path.write_bytes(whole[:1000])
-    with pytest.raises(TrustcalError, match=r"epoch001\.pt: checkpoint unreadable or truncated.*forcerun train"):
+    with pytest.raises(TrustcalError, match=r"epoch001\.pt: checkpoint unreadable or truncated.*rule 'train'") as err:
         compute_logits(path, "mnist", data)
+    assert err.value.rerun == "train"  # the workflow's jobs add the command (workflow/scripts/_common.py)
     train(TrainConfig("mnist", seed=0, epochs=1), data, tmp_path)  # the fix: rerun training
     assert path.read_bytes() == whole
 
@@ -210,9 +213,9 @@ def test_same_size_corruption_of_the_last_checkpoint_is_not_resumed_from(tmp_pat
     train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "straight")
     train(TrainConfig("mnist", seed=0, epochs=2), data, tmp_path / "run")
     overwrite_values(checkpoint_path(tmp_path / "run", 2))
-    with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint altered since it was written.*forcerun train"):
+    with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint altered since it was written.*rule 'train'"):
         load_checkpoint(checkpoint_path(tmp_path / "run", 2))
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         h = train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "run")
     warned = [r.message for r in caplog.records if "epoch002.pt: checkpoint altered" in r.message]
     assert len(warned) == 1 and "resumes from epoch 1, rewriting it" in warned[0] and "delete" not in warned[0]
@@ -238,9 +241,7 @@ def test_a_damaged_middle_checkpoint_is_rebuilt_by_the_advice(tmp_path, damage):
         middle.write_bytes(whole[2][: len(whole[2]) // 2])
     else:
         middle.unlink()
-    with pytest.raises(
-        TrustcalError, match=r"epoch002\.pt: checkpoint .*; rerun training \(.*--forcerun train\)"
-    ) as err:
+    with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint .*; rerun training \(rule 'train'\)") as err:
         compute_logits(middle, "mnist", data)
     assert "delete" not in str(err.value)
     train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path)
@@ -328,7 +329,7 @@ def test_an_unreadable_middle_checkpoint_written_before_digests_is_rebuilt(tmp_p
     for e in (1, 2, 3):
         torch.save(load_checkpoint(checkpoint_path(tmp_path / "straight", e)), checkpoint_path(old, e))
     overwrite_member_start(checkpoint_path(old, 2), "data.pkl")  # the pickle no longer reads; same size
-    with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint unreadable \(.*forcerun train"):
+    with pytest.raises(TrustcalError, match=r"epoch002\.pt: checkpoint unreadable \(.*rule 'train'"):
         compute_logits(checkpoint_path(old, 2), "mnist", data)
     train(TrainConfig("mnist", seed=0, epochs=3), data, old)
     for e in (2, 3):
@@ -338,7 +339,8 @@ def test_an_unreadable_middle_checkpoint_written_before_digests_is_rebuilt(tmp_p
 KILL_SCRIPT = """
 import sys, numpy as np, logging
 logging.basicConfig(level=logging.INFO)
-from trustcal.training.loop import TrainConfig, train_seeds
+from trustcal.training.config import TrainConfig
+from trustcal.training.loop import train_seeds
 d = dict(np.load(sys.argv[1]))
 train_seeds([TrainConfig("mnist", seed=1, epochs=int(sys.argv[3]))], d, [sys.argv[2]])
 """
@@ -415,7 +417,7 @@ def test_a_checkpoint_replaced_by_a_pickle_payload_is_refused_and_never_run(tmp_
         if form != "bare":
             assert "system" in str(err.value)  # what it names: posix.system
     assert not marker.exists(), "the checkpoint's pickle must not run"
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         train(TrainConfig("mnist", seed=0, epochs=2), data, run)
     assert any("epoch002.pt: checkpoint" in r.message and "rewriting it" in r.message for r in caplog.records)
     assert not marker.exists(), "the checkpoint's pickle must not run"
@@ -437,7 +439,7 @@ def test_checkpoints_with_a_torch_version_object_load_and_resume_bit_for_bit(tmp
     """Checkpoints of the code before issue 27 carry torch.__version__ itself (a TorchVersion, which
     torch.load(weights_only=True) refuses by default): they are read without running code (that one
     class admitted), and training resumes from them bit for bit."""
-    from trustcal.training.loop import checkpoint_problem, save_checkpoint
+    from trustcal.training.checkpoints import checkpoint_problem, save_checkpoint
 
     data = splits("mnist", n_train=64)
     train(TrainConfig("mnist", seed=0, epochs=3), data, tmp_path / "straight")
@@ -450,7 +452,7 @@ def test_checkpoints_with_a_torch_version_object_load_and_resume_bit_for_bit(tmp
         torch.load(checkpoint_path(old, 2), weights_only=True)
     assert load_checkpoint(checkpoint_path(old, 2))["torch_version"] == torch.__version__
     assert checkpoint_problem(checkpoint_path(old, 2)) is None
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         h = train(TrainConfig("mnist", seed=0, epochs=3), data, old)
     assert list(h["epoch"]) == [1, 2, 3]
     assert [r.message[:11] for r in caplog.records if r.message.startswith("epoch ")] == ["epoch   3/3"]

@@ -17,19 +17,11 @@ from helpers.training import forget_user_package, image_splits, splits, write_us
 from trustcal import registry
 from trustcal.files import write_npz
 from trustcal.stages import logits_stage, train_stage
-from trustcal.training.engine import augment_batch, draw_augmentation, make_optimizer, make_schedule
-from trustcal.training.loop import (
-    TrainConfig,
-    checkpoint_path,
-    complete_config,
-    compute_logits,
-    data_digest,
-    load_checkpoint,
-    plain_model,
-    setup_config,
-    train_seeds,
-)
+from trustcal.training.checkpoints import checkpoint_path, load_checkpoint
+from trustcal.training.config import TrainConfig, complete_config, data_digest, setup_config
+from trustcal.training.loop import compute_logits, train_seeds
 from trustcal.training.networks import Standardise
+from trustcal.training.plain import augment_batch, draw_augmentation, make_optimizer, make_schedule, plain_model
 
 HERE = Path(__file__).parent
 # a small network with BatchNorm and dropout (WRN-10-1, dropout 0.3): the plain loop's eval/train modes and the
@@ -159,7 +151,7 @@ def test_a_cosine_run_ends_at_learning_rate_zero(tmp_path):
 def test_a_papers_network_under_another_recipe_trains_in_the_plain_loop(tmp_path, caplog):
     """The paper's MLP with Adam and a one-cycle schedule: the plain loop; its checkpoint (the scheduler's
     state included) holds tensors and plain data only; the paper's recipe on the same folder trains afresh."""
-    from trustcal.training.loop import checkpoint_problem
+    from trustcal.training.checkpoints import checkpoint_problem
 
     data = splits("mnist", n_train=48, n_val=16, n_test=16)
     recipe = registry.Recipe(schedule="onecycle", learning_rate=0.01)
@@ -172,7 +164,7 @@ def test_a_papers_network_under_another_recipe_trains_in_the_plain_loop(tmp_path
     assert state["fingerprint"]["schedule"] == "onecycle" and state["scheduler"]["_anneal_func_type"] == "cos"
     assert list(state["model"]) == ["1.weight", "1.bias", "3.weight", "3.bias"]  # the paper's names
     assert compute_logits(path, cfg, data)["test_logits"].shape == (16, 10)
-    with caplog.at_level(logging.WARNING, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.WARNING, logger="trustcal.training"):
         train_seeds([TrainConfig("mnist", seed=0, epochs=1)], data, [tmp_path])
     assert "schedule 'onecycle' → None" in caplog.text and "engine 'plain-1' → 'stacked-1'" in caplog.text
     assert load_checkpoint(path)["fingerprint"]["engine"] == "stacked-1"
@@ -241,7 +233,7 @@ def test_plain_loop_resumes_bit_for_bit(tmp_path, caplog):
     }  # fmt: skip
     train_seeds([cfg(3)], data, [tmp_path / "resumed"])
     checkpoint_path(tmp_path / "resumed", 3).unlink()  # killed during its third epoch
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         resumed = train_seeds([cfg(3)], data, [tmp_path / "resumed"])[0]
     assert "seed 0: resuming from" in caplog.text and "epoch002.pt" in caplog.text
     # a constant schedule: a longer run continues from the shorter one's last checkpoint
@@ -249,7 +241,7 @@ def test_plain_loop_resumes_bit_for_bit(tmp_path, caplog):
     train_seeds([const(3)], data, [tmp_path / "const_straight"])
     train_seeds([const(2)], data, [tmp_path / "const_resumed"])
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         h = train_seeds([const(3)], data, [tmp_path / "const_resumed"])[0]
     assert "seed 0: resuming from" in caplog.text and list(h["epoch"]) == [1, 2, 3]
     for a, b in (("straight", "resumed"), ("const_straight", "const_resumed")):
@@ -262,7 +254,7 @@ def test_plain_loop_resumes_bit_for_bit(tmp_path, caplog):
     # cosine over 2 epochs, then 3: another schedule, trained afresh
     train_seeds([cfg(2)], data, [tmp_path / "raised"])
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="trustcal.training.loop"):
+    with caplog.at_level(logging.INFO, logger="trustcal.training"):
         train_seeds([cfg(3)], data, [tmp_path / "raised"])
     assert "trained under another configuration (schedule_epochs 2 → 3)" in caplog.text
     assert "resuming from" not in caplog.text

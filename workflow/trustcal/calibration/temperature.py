@@ -3,8 +3,8 @@
 The mean NLL of softmax(β z) is convex in β = 1/T: its derivative is
 g(β) = mean(E_p[z] − z_y) and its second derivative mean(Var_p[z]) ≥ 0.
 We solve g(β) = 0 by Newton's method safeguarded with bisection inside the
-bracket [1/T_max, 1/T_min], so T can never leave (0, ∞) and a solution at a
-bound is reported as such.
+bracket [1/T_max, 1/T_min] (:func:`trustcal.calibration.solver.bracketed_newton`),
+so T can never leave (0, ∞) and a solution at a bound is reported as such.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustcal.calibration.solver import bracketed_newton
 from trustcal.numerics import log_softmax
 
 T_MIN, T_MAX = 0.01, 100.0  # the temperature search interval (config: calibration.t_min / t_max)
@@ -47,6 +48,17 @@ def _grad_hess(beta: float, z: np.ndarray, zy: np.ndarray) -> tuple[float, float
     return float((ez - zy).mean()), float(np.maximum(var, 0).mean())
 
 
+def _checked(logits, labels, t_min: float, t_max: float) -> tuple[np.ndarray, np.ndarray]:
+    """N×K float64 logits and N labels, with 0 < t_min < t_max < inf (a ValueError otherwise)."""
+    z = np.asarray(logits, dtype=np.float64)
+    labels = np.asarray(labels)
+    if z.ndim != 2 or len(z) != len(labels) or len(z) == 0:
+        raise ValueError(f"logits must be N×K and labels N (got {z.shape} and {labels.shape})")
+    if not 0 < t_min < t_max < np.inf:
+        raise ValueError("need 0 < t_min < t_max < inf")
+    return z, labels
+
+
 def fit_temperature(
     logits: np.ndarray,
     labels: np.ndarray,
@@ -57,12 +69,7 @@ def fit_temperature(
     max_iter: int = 100,
 ) -> TemperatureFit:
     """The T in [t_min, t_max] minimising the mean NLL of softmax(logits / T)."""
-    z = np.asarray(logits, dtype=np.float64)
-    labels = np.asarray(labels)
-    if z.ndim != 2 or len(z) != len(labels) or len(z) == 0:
-        raise ValueError(f"logits must be N×K and labels N (got {z.shape} and {labels.shape})")
-    if not 0 < t_min < t_max < np.inf:
-        raise ValueError("need 0 < t_min < t_max < inf")
+    z, labels = _checked(logits, labels, t_min, t_max)
     zy = z[np.arange(len(z)), labels]
     before = nll_from_logits(z, labels)
     lo, hi = 1.0 / t_max, 1.0 / t_min
@@ -76,31 +83,20 @@ def fit_temperature(
     if g_hi <= 0:  # still decreasing at the largest β: smallest T
         return TemperatureFit(t_min, before, nll_from_logits(z, labels, t_min), True, True, 0)
 
-    beta, converged, it = min(max(1.0, lo), hi), False, 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
-        g, h = _grad_hess(beta, z, zy)
-        if g > 0:
-            hi = beta
-        else:
-            lo = beta
-        if abs(g) <= tol or hi - lo <= tol * max(1.0, beta):
-            converged = True
-            break
-        step = beta - g / h if h > 0 else np.nan
-        beta = step if lo < step < hi else 0.5 * (lo + hi)
-    t = 1.0 / beta
-    return TemperatureFit(t, before, nll_from_logits(z, labels, t), converged, False, it)
+    root = bracketed_newton(lambda beta: _grad_hess(beta, z, zy), min(max(1.0, lo), hi), lo, hi, tol, max_iter)
+    t = 1.0 / root.beta
+    return TemperatureFit(t, before, nll_from_logits(z, labels, t), root.converged, False, root.iterations)
 
 
 def newton_temperature(
     logits: np.ndarray,
     labels: np.ndarray,
     *,
+    start: float = 1.0,
     t_min: float = T_MIN,
     t_max: float = T_MAX,
     tol: float = 1e-10,
     max_iter: int = 200,
-    start: float = 1.0,
 ) -> float:
     """The T of :func:`fit_temperature` (the same minimiser, to its tolerance ``tol``) at a fraction of its cost.
 
@@ -112,12 +108,7 @@ def newton_temperature(
     (g is increasing); a step that leaves the bracket bisects it. A minimiser beyond a bound drives the
     bracket onto that bound, and the bound is returned, as :func:`fit_temperature` does.
     """
-    z = np.asarray(logits, dtype=np.float64)
-    labels = np.asarray(labels)
-    if z.ndim != 2 or len(z) != len(labels) or len(z) == 0:
-        raise ValueError(f"logits must be N×K and labels N (got {z.shape} and {labels.shape})")
-    if not 0 < t_min < t_max < np.inf:
-        raise ValueError("need 0 < t_min < t_max < inf")
+    z, labels = _checked(logits, labels, t_min, t_max)
     d = z - z.max(axis=1, keepdims=True)
     dy = d[np.arange(len(d)), labels]
     ones = np.ones(d.shape[1])
@@ -133,17 +124,8 @@ def newton_temperature(
         return float(np.mean(np.log(np.exp(beta * d) @ ones) - beta * dy))
 
     lo, hi = 1.0 / t_max, 1.0 / t_min
-    beta = min(max(1.0 / start, lo), hi)
-    for _ in range(max_iter):
-        g, h = slope(beta)
-        if g > 0:
-            hi = beta
-        else:
-            lo = beta
-        if abs(g) <= tol or hi - lo <= tol * max(1.0, beta):
-            break
-        step = beta - g / h if h > 0 else np.nan
-        beta = step if lo < step < hi else 0.5 * (lo + hi)
+    root = bracketed_newton(slope, min(max(1.0 / start, lo), hi), lo, hi, tol, max_iter)
+    beta, g = root.beta, root.slope
     if beta - 1.0 / t_max <= tol * max(1.0, beta) and g > 0:  # the NLL still rises at the smallest β
         return t_max
     if 1.0 / t_min - beta <= tol * max(1.0, beta) and g < 0:  # still falls at the largest β

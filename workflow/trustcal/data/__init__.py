@@ -1,1 +1,2 @@
-"""The datasets: download, staging and checksums, the train/validation/test splits, synthetic stand-ins for tests."""
+"""The datasets: download and staging (staging; per kind of files: idx, cifar, svhn, user; checksums), the
+train/validation/test splits, synthetic stand-ins for tests."""

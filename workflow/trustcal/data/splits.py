@@ -68,11 +68,13 @@ def prepared_classes(path: str | Path) -> tuple[str, ...]:
     """The class names ``path`` (a ``splits.npz``) stores, in label order; () when it stores none (a
     registered dataset's: :func:`trustcal.registry.class_names` has them). Reads that array alone."""
     path = Path(path)
-    hint = "delete it and rerun (snakemake --cores 2 --forcerun prepare)"
+    hint = "delete it and rerun rule 'prepare'"
     try:
         with np.load(path, allow_pickle=False) as data:
             return tuple(str(name) for name in data["classes"]) if "classes" in data.files else ()
     except FileNotFoundError:
-        raise TrustcalError(f"{path}: file not found; it is written by rule 'prepare': {hint}.") from None
+        raise TrustcalError(
+            f"{path}: file not found; it is written by rule 'prepare': {hint}.", rerun="prepare"
+        ) from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, AttributeError, TypeError) as exc:
-        raise TrustcalError(f"{path}: unreadable or truncated ({exc}); {hint}.") from None
+        raise TrustcalError(f"{path}: unreadable or truncated ({exc}); {hint}.", rerun="prepare") from None

@@ -1,10 +1,12 @@
-"""Input checks and bins shared by every metric of :mod:`trustcal.measures.metrics` and
-:mod:`trustcal.measures.calibration_errors` (docs/method.md §5).
+"""Input checks, the top-label view and the bins shared by every metric of :mod:`trustcal.measures.metrics`,
+:mod:`~trustcal.measures.calibration_errors`, :mod:`~trustcal.measures.kuiper` and
+:mod:`~trustcal.measures.geometric` (docs/method.md §5).
 
 ``probs`` is N × K floats, ``labels`` N integers in [0, K); the bin-edge conventions (equal-width
 ``(i/M, (i+1)/M]`` with 0 in the first bin, equal-mass ``⌊r·M/N⌋`` by stable rank) are stated once,
-in the :mod:`trustcal.measures.metrics` docstring. Both metric modules import this one and neither
-imports the other's internals, so the two form no import cycle.
+in the :mod:`trustcal.measures.metrics` docstring. :class:`TopLabel` is computed once per prediction
+set and keeps what several metrics read (the sort of the confidences, their bins). The metric modules
+import this one, so they form no import cycle.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 BINNINGS = ("width", "mass")
 
 
-def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
+def check_predictions(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     """Validate shapes; return float64 probs (N, K) and int64 labels (N,)."""
     probs = np.asarray(probs, dtype=float)
     labels = np.asarray(labels)
@@ -37,13 +39,6 @@ def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     return probs, labels.astype(np.int64, copy=False)
 
 
-def _top_label(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Confidence (max prob) and correctness (argmax == label; ties → lowest index)."""
-    pred = np.argmax(probs, axis=1)
-    conf = probs[np.arange(len(labels)), pred]
-    return conf, (pred == labels).astype(float)
-
-
 def bin_indices(conf, n_bins: int = 10, binning: str = "width") -> np.ndarray:
     """Bin index in [0, n_bins) of each confidence (conventions: :mod:`trustcal.measures.metrics` docstring)."""
     conf = np.asarray(conf, dtype=float)
@@ -54,11 +49,11 @@ def bin_indices(conf, n_bins: int = 10, binning: str = "width") -> np.ndarray:
         idx = np.searchsorted(edges, conf, side="left") - 1  # edges[i] < c <= edges[i+1]
         return np.clip(idx, 0, n_bins - 1)
     if binning == "mass":
-        return _mass_bins(_stable_ranks(conf.ravel()), n_bins).reshape(conf.shape)
+        return mass_bins(stable_ranks(conf.ravel()), n_bins).reshape(conf.shape)
     raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
 
 
-def _stable_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+def stable_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Rank r ∈ [0, N) of each value in a stable sort (``order``: that sort, when already at hand)."""
     order = np.argsort(values, kind="stable") if order is None else order
     rank = np.empty(values.size, dtype=np.int64)
@@ -66,12 +61,12 @@ def _stable_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.nda
     return rank
 
 
-def _mass_bins(rank: np.ndarray, n_bins: int) -> np.ndarray:
+def mass_bins(rank: np.ndarray, n_bins: int) -> np.ndarray:
     """Equal-mass bin ⌊r·M/N⌋ of each rank (:mod:`trustcal.measures.metrics` docstring)."""
     return (rank * n_bins) // max(rank.size, 1)
 
 
-def _binned_means(conf: np.ndarray, hit: np.ndarray, idx: np.ndarray, n_bins: int):
+def binned_means(conf: np.ndarray, hit: np.ndarray, idx: np.ndarray, n_bins: int):
     """Per bin: count, mean confidence and mean hit rate (NaN for empty bins)."""
     count = np.bincount(idx, minlength=n_bins).astype(float)
     nonempty = count > 0
@@ -81,11 +76,11 @@ def _binned_means(conf: np.ndarray, hit: np.ndarray, idx: np.ndarray, n_bins: in
     return count, mean_conf, mean_hit
 
 
-def _onevsrest_binned(probs: np.ndarray, labels: np.ndarray, n_bins: int, binning: str = "width"):
+def onevsrest_binned(probs: np.ndarray, labels: np.ndarray, n_bins: int, binning: str = "width"):
     """One-vs-rest binning of every column p_·k (one bin set per class, flat index m + M·k).
 
     Returns (onehot, flat, count, mean_p, mean_o) with the per-bin arrays of
-    :func:`_binned_means` (length M·K, NaN means for empty bins). Shared by
+    :func:`binned_means` (length M·K, NaN means for empty bins). Shared by
     :func:`trustcal.measures.metrics.classwise_ece` and the Brier decomposition (docs/method.md §5.6).
     """
     n, k = probs.shape
@@ -96,8 +91,87 @@ def _onevsrest_binned(probs: np.ndarray, labels: np.ndarray, n_bins: int, binnin
     else:
         idx = bin_indices(probs, n_bins, binning)
     flat = (idx + n_bins * np.arange(k)[None, :]).ravel()  # one bin set per class
-    count, mean_p, mean_o = _binned_means(probs.ravel(), onehot.ravel(), flat, n_bins * k)
+    count, mean_p, mean_o = binned_means(probs.ravel(), onehot.ravel(), flat, n_bins * k)
     return onehot, flat, count, mean_p, mean_o
+
+
+class TopLabel:
+    """The top-label view of one prediction set, computed once and read by every metric of it.
+
+    ``conf`` C_i = max_k p_ik and ``hit`` 1[argmax_i = y_i] (ties → lowest index; 0/1 floats), and, on
+    first use and then kept: ``order`` (the stable ascending sort of the confidences), ``rank`` (each
+    sample's place in it), ``onehot`` (1[y_i = k], N × K), the bins of each (bin count, binning) with
+    their per-bin means (:meth:`binned`) and the one-vs-rest bins of the K columns (:meth:`onevsrest`).
+    :meth:`of` builds it from ``probs`` and ``labels`` (checked by :func:`check_predictions`), with the
+    exact ``log_probs`` where there are any; :meth:`of_scores` from any score and its 0/1 hits (then
+    ``probs``, ``labels`` and ``log_probs`` are None).
+    """
+
+    def __init__(self, conf: np.ndarray, hit: np.ndarray, probs=None, labels=None, log_probs=None):
+        self.conf, self.hit = conf, hit
+        self.probs, self.labels, self.log_probs = probs, labels, log_probs
+        self._cache: dict[tuple, object] = {}
+
+    @classmethod
+    def of(cls, probs, labels, log_probs=None) -> TopLabel:
+        """The top label of ``probs`` (N × K) against ``labels`` (N)."""
+        probs, labels = check_predictions(probs, labels)
+        pred = np.argmax(probs, axis=1)
+        conf = probs[np.arange(len(labels)), pred]
+        return cls(conf, (pred == labels).astype(float), probs, labels, log_probs)
+
+    @classmethod
+    def of_scores(cls, score: np.ndarray, hit: np.ndarray) -> TopLabel:
+        """A score (float64, N) in the place of the confidence, with its 0/1 ``hit``."""
+        return cls(score, hit)
+
+    def _kept(self, key: tuple, make):
+        """``make()`` on first use, then the same value, its arrays read-only (every metric reads them)."""
+        if key not in self._cache:
+            value = make()
+            for array in value if isinstance(value, tuple) else (value,):
+                array.flags.writeable = False
+            self._cache[key] = value
+        return self._cache[key]
+
+    @property
+    def order(self) -> np.ndarray:
+        return self._kept(("order",), lambda: np.argsort(self.conf, kind="stable"))
+
+    @property
+    def rank(self) -> np.ndarray:
+        return self._kept(("rank",), lambda: stable_ranks(self.conf, self.order))
+
+    @property
+    def onehot(self) -> np.ndarray:
+        def make():
+            onehot = np.zeros_like(self.probs)
+            onehot[np.arange(len(self.labels)), self.labels] = 1.0
+            return onehot
+
+        return self._kept(("onehot",), make)
+
+    def bins(self, n_bins: int, binning: str = "width") -> np.ndarray:
+        """:func:`bin_indices` of the confidences (the equal-mass bins from :attr:`rank`)."""
+
+        def make():
+            if binning != "mass" or n_bins < 1:
+                return bin_indices(self.conf, n_bins, binning)
+            return mass_bins(self.rank, n_bins)
+
+        return self._kept(("bins", n_bins, binning), make)
+
+    def binned(self, n_bins: int, binning: str = "width"):
+        """:func:`binned_means` of (confidence, hit) in :meth:`bins`: count, mean confidence, mean hit."""
+        return self._kept(
+            ("binned", n_bins, binning), lambda: binned_means(self.conf, self.hit, self.bins(n_bins, binning), n_bins)
+        )
+
+    def onevsrest(self, n_bins: int, binning: str = "width"):
+        """:func:`onevsrest_binned` of the K columns: onehot, flat bin, count, mean p, frequency."""
+        return self._kept(
+            ("onevsrest", n_bins, binning), lambda: onevsrest_binned(self.probs, self.labels, n_bins, binning)
+        )
 
 
 def _log_beta(a: np.ndarray, b: np.ndarray, log_fact: np.ndarray) -> np.ndarray:

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trustcal.measures.limits import MAX_RESAMPLES, MAX_SEED, RESAMPLES_COST, SEED_COST, check_count
+from trustcal.measures.bins import TopLabel, bin_indices
+from trustcal.measures.limits import MAX_RESAMPLES, MAX_SEED, RESAMPLES_COST, SEED_COST
+from trustcal.measures.metrics import METRICS, ScalarSettings
+from trustcal.measures.options import check_fields, setting
 from trustcal.measures.trust import TrustParams, cluster_index
-from trustcal.numerics import true_class_nll
 
 
 @dataclass(frozen=True)
@@ -30,15 +32,23 @@ class BootstrapParams:
     """The test-set bootstrap behind every ``*_lo`` / ``*_hi`` interval: the number of resamples, the seed of
     their draw (the same resamples for every epoch and calibrator) and the interval's level."""
 
-    resamples: int = 200
-    seed: int = 0
-    level: float = 0.95
+    resamples: int = setting(
+        200,
+        "resamples of the test set behind every interval",
+        low=1,
+        high=MAX_RESAMPLES,
+        cost=RESAMPLES_COST,
+        flag="bootstrap",
+        off=0,
+        metavar="B",
+    )
+    seed: int = setting(0, "seed of the resamples' draw", low=0, high=MAX_SEED, cost=SEED_COST)
+    level: float = setting(
+        0.95, "level of the percentile intervals", kind=float, low=0, high=1, low_open=True, high_open=True
+    )
 
     def __post_init__(self):
-        check_count("resamples", self.resamples, 1, MAX_RESAMPLES, RESAMPLES_COST)
-        check_count("seed", self.seed, 0, MAX_SEED, SEED_COST)
-        if not 0 < self.level < 1:
-            raise ValueError(f"level must be in (0, 1) (got {self.level})")
+        check_fields(self)
 
 
 def resample_counts(n: int, params: BootstrapParams = BootstrapParams()) -> np.ndarray:
@@ -100,10 +110,20 @@ def bootstrap_scores(
     probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, params, log_probs: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
     """The scores of every resample (``counts``: B × N, :func:`resample_counts`), each a length-B array:
-    accuracy, mean_confidence, nll, brier, net_trust_score, ece, ece_{M} and ece_mass_{M} for every
-    M of ``params.ece_bins``, classwise_ece, l2_ece and l2_ece_debiased (``params.l2_bins``
-    equal-mass bins), ks_error, aurc, eaurc and augrc (docs/method.md §5). Not the smooth ECE: its
-    kernel sum over a fine grid would cost a second per epoch.
+    :func:`bootstrap_scores_of` the top label of ``probs`` against ``labels`` (``log_probs``: their exact
+    log-probabilities, for the NLL)."""
+    return bootstrap_scores_of(TopLabel.of(probs, labels, log_probs), counts, params)
+
+
+def bootstrap_scores_of(top: TopLabel, counts: np.ndarray, params) -> dict[str, np.ndarray]:
+    """The scores of every resample (``counts``: B × N, :func:`resample_counts`) of the predictions of
+    ``top`` (a :class:`~trustcal.measures.bins.TopLabel`), each a length-B array: every metric of
+    :data:`trustcal.measures.metrics.METRICS` with a per-sample term (accuracy, mean_confidence, nll,
+    brier, net_trust_score), ece, ece_{M} and ece_mass_{M} for every M of ``params.ece_bins``,
+    classwise_ece, l2_ece and l2_ece_debiased (``params.l2_bins`` equal-mass bins), ks_error, aurc,
+    eaurc and augrc (docs/method.md §5). ``params``: what :class:`~trustcal.measures.metrics.ScalarSettings`
+    reads (a ``MetricParams``). Not the smooth ECE: its kernel sum over a fine grid would cost a second
+    per epoch.
 
     Each is a sum over samples, or over bins of sums over samples, so all B resamples come from one
     matrix product of the counts with an N × F matrix of per-sample terms (F ≈ 5 + Σ M + K·M),
@@ -112,40 +132,26 @@ def bootstrap_scores(
     those of the full test set (a resample's own ranks would move its edges slightly): the interval
     describes the ECE over fixed bins (docs/method.md §5).
     """
-    from trustcal.measures import metrics
-
-    probs = np.asarray(probs, dtype=np.float64)
-    labels = np.asarray(labels).astype(np.int64)
+    settings = ScalarSettings.of(params)
+    probs, conf, hit = top.probs, top.conf, top.hit
     n, k = probs.shape
     if counts.shape[1] != n:
         raise ValueError(f"counts have {counts.shape[1]} samples, the predictions {n}")
     rows = np.arange(n)
-    pred = probs.argmax(axis=1)
-    conf = probs[rows, pred]
-    hit = (pred == labels).astype(np.float64)
-    onehot = np.zeros_like(probs)
-    onehot[rows, labels] = 1.0
-    q = np.where(hit > 0, np.clip(conf, 0, 1) ** params.nts_alpha, (1.0 - np.clip(conf, 0, 1)) ** params.nts_beta)
     per_sample = {  # one column each
-        "accuracy": hit,
-        "mean_confidence": conf,
-        "nll": true_class_nll(probs, labels, log_probs),
-        "brier": ((probs - onehot) ** 2).sum(axis=1),
-        "net_trust_score": q,
+        metric.columns(settings)[0]: metric.term(top, settings) for metric in METRICS.values() if metric.term
     }
     gap = hit - conf
-    order = np.argsort(conf, kind="stable")  # one sort serves the equal-mass bins, KS and AURC
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = rows  # bin_indices(conf, m, "mass") is rank·m // N
+    order = top.order  # one sort serves the equal-mass bins, KS and AURC
     binned = []  # (name, bins, bin of each sample, value of each sample): one column per bin
-    for m in params.ece_bins:
-        binned.append((f"ece_{m}", m, metrics.bin_indices(conf, m, "width"), gap))
-        binned.append((f"ece_mass_{m}", m, (rank * m) // n, gap))
-    l2_bins = getattr(params, "l2_bins", 15)
-    l2_idx = (rank * l2_bins) // n
+    for m in settings.ece_bins:
+        binned.append((f"ece_{m}", m, top.bins(m, "width"), gap))
+        binned.append((f"ece_mass_{m}", m, top.bins(m, "mass"), gap))
+    l2_bins = settings.l2_bins
+    l2_idx = top.bins(l2_bins, "mass")
     for name, values in (("count", np.ones(n)), ("conf", conf), ("hit", hit)):
         binned.append((f"l2_{name}", l2_bins, l2_idx, values))
-    m0 = params.ece_bins[0]
+    m0 = settings.ece_bins[0]
     names = list(per_sample) + [b[0] for b in binned] + ["classwise_ece"]
     widths = [1] * len(per_sample) + [b[1] for b in binned] + [k * m0]
     # the N × F matrix of per-sample terms, filled in place (float32, as the counts)
@@ -156,8 +162,8 @@ def bootstrap_scores(
     for _, width, idx, values in binned:
         features[rows, start + idx] = values
         start += width
-    cls_idx = metrics.bin_indices(probs, m0, "width") + m0 * np.arange(k)[None, :]  # one bin set per class
-    features[rows[:, None], start + cls_idx] = onehot - probs
+    cls_idx = bin_indices(probs, m0, "width") + m0 * np.arange(k)[None, :]  # one bin set per class
+    features[rows[:, None], start + cls_idx] = top.onehot - probs
     # B × F: each resample's sums / N (float32 counts, as resample_counts draws them, are not copied)
     sums = (np.asarray(counts, dtype=np.float32) @ features).astype(np.float64) / n
     out, start = {}, 0

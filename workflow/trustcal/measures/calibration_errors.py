@@ -19,6 +19,11 @@ NumPy only and vectorised: no per-sample Python loop.
 * :func:`spiegelhalter_test`, :func:`ks_test` — calibration tests with p-values
   (Spiegelhalter 1986; Arrieta-Ibarra et al. 2022).
 
+Each metric is computed once, by a function of a :class:`~trustcal.measures.bins.TopLabel`
+(``smece_of``, ``l2_ece_of``, …: the shared sort and bins of one prediction set), which the table
+:data:`trustcal.measures.metrics.METRICS` reads; the function of ``probs`` and ``labels`` builds
+the TopLabel and calls it.
+
 Ties in the confidence: :func:`ks_error`, :func:`risk_coverage`,
 :func:`aurc` and :func:`augrc` treat equal confidences as one group (no threshold can separate
 them), so their values do not depend on the order of the samples.
@@ -31,7 +36,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from trustcal.measures.bins import _binned_means, _check, _onevsrest_binned, _top_label, bin_indices
+from trustcal.measures.bins import TopLabel
 
 __all__ = [
     "smooth_ece",
@@ -46,18 +51,22 @@ __all__ = [
     "spiegelhalter_test",
     "ks_test",
     "brownian_max_abs_sf",
+    "smece_of",
+    "l2_ece_of",
+    "brier_decomposition_of",
+    "ks_error_of",
+    "risk_curve",
+    "aurc_of",
+    "augrc_of",
+    "spiegelhalter_of",
+    "ks_test_of",
 ]
 
 # relplot 1.0.3 constants (relplot/config.py, relplot/metrics.py, relplot/kernels.py)
-_SMECE_MESH_PTS = 200  # config.smECE_mesh_pts: minimum number of evaluation points t
-_SMECE_DENSITY_EPS = 1e-4  # BaseKernelMixin.smooth: eps added to the kernel density
-_SMECE_SEARCH_EPS = 1e-3  # smECE(eps=0.001): bandwidths below this end the search
-_SMECE_REFINE = 10  # search_param(refine=10): bisection steps → bandwidth to within 2^-10
-
-
-def _top_label_inputs(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """Validated top-label confidence and hit (0/1 float) arrays (see :func:`trustcal.measures.bins._check`)."""
-    return _top_label(*_check(probs, labels))
+SMECE_MESH_PTS = 200  # config.smECE_mesh_pts: minimum number of evaluation points t
+SMECE_DENSITY_EPS = 1e-4  # BaseKernelMixin.smooth: eps added to the kernel density
+SMECE_SEARCH_EPS = 1e-3  # smECE(eps=0.001): bandwidths below this end the search
+SMECE_REFINE = 10  # search_param(refine=10): bisection steps → bandwidth to within 2^-10
 
 
 # --------------------------------------------------------------------------
@@ -118,22 +127,23 @@ class _ReflectedSmoother:
 
 def _smooth_ece_at(smoother: _ReflectedSmoother, sigma: float) -> float:
     """relplot.metrics.smooth_ece: Σ_t |r̂(t)|·δ̂(t) / Σ_t δ̂(t) on max(round(10/σ), 200) points."""
-    t = np.linspace(0, 1, max(round(10 / sigma), _SMECE_MESH_PTS))
+    t = np.linspace(0, 1, max(round(10 / sigma), SMECE_MESH_PTS))
     num, dens = smoother.smooth(sigma, t)
-    dens = dens + _SMECE_DENSITY_EPS
+    dens = dens + SMECE_DENSITY_EPS
     rs = num / dens
     return float(np.sum(np.abs(rs) * dens) / np.sum(dens))
 
 
-def _smece_from_top_label(conf: np.ndarray, hit: np.ndarray, eps: float = _SMECE_SEARCH_EPS) -> tuple[float, float]:
-    """(smECE, σ*) with relplot's bandwidth search (``relplot.metrics.smECE`` / ``search_param``).
+def smece_of(top: TopLabel, eps: float = SMECE_SEARCH_EPS) -> tuple[float, float]:
+    """(smECE, σ*) of a :class:`~trustcal.measures.bins.TopLabel` with relplot's bandwidth search
+    (``relplot.metrics.smECE`` / ``search_param``).
 
     σ* is the fixed point σ = smECE_σ searched by bisection on (0, 1]: if
     σ = 1 already satisfies σ ≥ smECE_σ it is taken; otherwise 10 halvings
     keep the smallest tested σ with σ ≥ smECE_σ, so σ* is within 2^-10 of the
     fixed point (σ < eps counts as "below").
     """
-    smoother = _ReflectedSmoother(conf, conf - hit)
+    smoother = _ReflectedSmoother(top.conf, top.conf - top.hit)
     cache: dict[float, float] = {}
 
     def value(sigma: float) -> float:
@@ -147,7 +157,7 @@ def _smece_from_top_label(conf: np.ndarray, hit: np.ndarray, eps: float = _SMECE
     sigma = 1.0
     if not below(1.0):
         start, end = 1.0, 0.0
-        for _ in range(_SMECE_REFINE):
+        for _ in range(SMECE_REFINE):
             mid = (start + end) / 2
             if below(mid):
                 end = mid
@@ -182,8 +192,7 @@ def smece(probs, labels, *, return_sigma: bool = False):
     hit)`` for relplot 1.0.3 (reflected Gaussian kernel, no logit scaling).
     Ideal value 0; no bins. ``return_sigma=True`` returns (smECE, σ*).
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    value, sigma = _smece_from_top_label(conf, hit)
+    value, sigma = smece_of(TopLabel.of(probs, labels))
     return (value, sigma) if return_sigma else value
 
 
@@ -191,20 +200,17 @@ def smece(probs, labels, *, return_sigma: bool = False):
 # §5.5 L2 calibration error (Kumar, Liang & Ma 2019)
 
 
-def _l2_from_top_label(
-    conf: np.ndarray, hit: np.ndarray, n_bins: int, binning: str, idx: np.ndarray | None = None
-) -> tuple[float, float]:
-    """(plug-in, debiased) top-label L2 calibration error from one binning (``idx``: the bins, when at hand)."""
-    idx = bin_indices(conf, n_bins, binning) if idx is None else idx
-    count, mean_conf, mean_hit = _binned_means(conf, hit, idx, n_bins)
+def l2_ece_of(top: TopLabel, n_bins: int, binning: str) -> tuple[float, float]:
+    """(plug-in, debiased) top-label L2 calibration error (see :func:`l2_ece`) in the bins of one binning."""
+    count, mean_conf, mean_hit = top.binned(n_bins, binning)
     sq_gap = np.where(count > 0, (mean_conf - mean_hit) ** 2, 0.0)
     # unbiased per-bin estimate of (E[conf] − E[hit])²: subtract the variance of the bin's accuracy,
     # acc(1 − acc)/(n − 1); bins with fewer than 2 samples contribute 0 (as in ``calibration``)
     two = count >= 2
     var_hit = np.where(two, mean_hit * (1 - mean_hit) / np.where(two, count - 1, 1), 0.0)
     unbiased = np.where(two, sq_gap - var_hit, 0.0)
-    plugin = float(np.sum(count * sq_gap) / conf.size)
-    debiased = float(np.sum(count * unbiased) / conf.size)
+    plugin = float(np.sum(count * sq_gap) / top.conf.size)
+    debiased = float(np.sum(count * unbiased) / top.conf.size)
     return math.sqrt(plugin), math.sqrt(max(debiased, 0.0))
 
 
@@ -221,16 +227,18 @@ def l2_ece(probs, labels, n_bins: int = 15, binning: str = "mass", debias: bool 
     is the equal-mass binning of Kumar et al. (their library differs only in
     where the ⌈N/M⌉-sized bins go and in ties; see docs/method.md §5.5).
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    return _l2_from_top_label(conf, hit, int(n_bins), binning)[1 if debias else 0]
+    return l2_ece_of(TopLabel.of(probs, labels), int(n_bins), binning)[1 if debias else 0]
 
 
 # --------------------------------------------------------------------------
 # §5.6 Brier decomposition (Murphy 1973; Stephenson, Coelho & Jolliffe 2008)
 
 
-def _brier_decomposition_from_binned(probs, onehot, flat, count, mean_p, mean_o) -> dict[str, float]:
-    """The four terms from the one-vs-rest binning of ``bins._onevsrest_binned``."""
+def brier_decomposition_of(top: TopLabel, n_bins: int) -> dict[str, float]:
+    """The four terms of :func:`brier_decomposition` from the one-vs-rest bins of ``top``
+    (:meth:`~trustcal.measures.bins.TopLabel.onevsrest`)."""
+    probs = top.probs
+    onehot, flat, count, mean_p, mean_o = top.onevsrest(n_bins)
     n, k = probs.shape
     nonempty = count > 0
     f_bar = np.where(nonempty, mean_p, 0.0)
@@ -264,8 +272,7 @@ def brier_decomposition(probs, labels, n_bins: int = 10) -> dict[str, float]:
 
     The sum equals :func:`trustcal.measures.metrics.brier` up to round-off.
     """
-    probs, labels = _check(probs, labels)
-    return _brier_decomposition_from_binned(probs, *_onevsrest_binned(probs, labels, int(n_bins)))
+    return brier_decomposition_of(TopLabel.of(probs, labels), int(n_bins))
 
 
 # --------------------------------------------------------------------------
@@ -277,12 +284,11 @@ def _group_ends(sorted_values: np.ndarray) -> np.ndarray:
     return np.append(sorted_values[1:] != sorted_values[:-1], True)
 
 
-def _ks_from_top_label(conf: np.ndarray, hit: np.ndarray, order: np.ndarray | None = None) -> float:
-    """KS error; ``order``: the stable ascending sort of ``conf``, when already at hand."""
-    order = np.argsort(conf, kind="stable") if order is None else order
-    c = conf[order]
-    walk = np.cumsum(hit[order] - c)
-    return float(np.max(np.abs(walk[_group_ends(c)])) / conf.size)
+def ks_error_of(top: TopLabel) -> float:
+    """KS error (see :func:`ks_error`) along ``top.order``."""
+    c = top.conf[top.order]
+    walk = np.cumsum(top.hit[top.order] - c)
+    return float(np.max(np.abs(walk[_group_ends(c)])) / top.conf.size)
 
 
 def ks_error(probs, labels) -> float:
@@ -293,16 +299,16 @@ def ks_error(probs, labels) -> float:
     The maximum is taken at the end of each group of equal confidences, so the
     value does not depend on the order of tied samples. Ideal 0; no bins.
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    return _ks_from_top_label(conf, hit)
+    return ks_error_of(TopLabel.of(probs, labels))
 
 
 # --------------------------------------------------------------------------
 # §5.8 selective prediction (Geifman, Uziel & El-Yaniv 2019)
 
 
-def _risk_curve(conf: np.ndarray, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(confidence sorted decreasingly, risk_k for k = 1..N), ties as a group (see risk_coverage)."""
+def risk_curve(conf: np.ndarray, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(score ``conf`` sorted decreasingly, risk_k for k = 1..N), ties as a group (see :func:`risk_coverage`);
+    ``conf`` any score (float64), ``hit`` its 0/1 hits."""
     order = np.argsort(-conf, kind="stable")
     c = conf[order]
     err = 1.0 - hit[order]
@@ -333,9 +339,9 @@ def risk_coverage(probs, labels, points=None) -> pd.DataFrame:
     sequence of coverages in (0, 1] → each rounded up to the next k/N.
     Columns: coverage (k/N), risk, threshold (the k-th largest confidence).
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    c, risk = _risk_curve(conf, hit)
-    n = conf.size
+    top = TopLabel.of(probs, labels)
+    c, risk = risk_curve(top.conf, top.hit)
+    n = c.size
     coverage = np.arange(1, n + 1) / n
     if points is None:
         rows = np.arange(n)
@@ -347,11 +353,11 @@ def risk_coverage(probs, labels, points=None) -> pd.DataFrame:
     return pd.DataFrame({"coverage": coverage[rows], "risk": risk[rows], "threshold": c[rows]})
 
 
-def _aurc_from_top_label(conf: np.ndarray, hit: np.ndarray) -> tuple[float, float]:
-    """(AURC, E-AURC)."""
-    _, risk = _risk_curve(conf, hit)
-    n = conf.size
-    errors = n - float(np.sum(hit))
+def aurc_of(top: TopLabel) -> tuple[float, float]:
+    """(AURC, E-AURC) (see :func:`aurc`, :func:`eaurc`)."""
+    _, risk = risk_curve(top.conf, top.hit)
+    n = top.conf.size
+    errors = n - float(np.sum(top.hit))
     k = np.arange(1, n + 1)
     optimal = np.maximum(k - (n - errors), 0.0) / k  # all errors ranked last
     value = float(np.mean(risk))
@@ -365,8 +371,7 @@ def aurc(probs, labels) -> float:
     "coverage-accuracy area" of ``calibration.get_selective_stats`` when the
     confidences are distinct. Lower is better; its minimum depends on the accuracy.
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    return _aurc_from_top_label(conf, hit)[0]
+    return aurc_of(TopLabel.of(probs, labels))[0]
 
 
 def eaurc(probs, labels) -> float:
@@ -376,14 +381,14 @@ def eaurc(probs, labels) -> float:
     error ranked after every correct prediction): with E errors,
     AURC* = (1/N) Σ_{k > N − E} (k − (N − E))/k. Ideal 0; ≥ 0 for any ranking.
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    return _aurc_from_top_label(conf, hit)[1]
+    return aurc_of(TopLabel.of(probs, labels))[1]
 
 
-def _augrc_from_top_label(conf: np.ndarray, hit: np.ndarray, order: np.ndarray | None = None) -> float:
-    """AUGRC from the top-label confidence and hit (see :func:`augrc`); ``order``: an increasing sort of
-    ``conf`` to reuse (the value does not depend on the order inside a tie group)."""
-    order = np.argsort(-conf, kind="stable") if order is None else order[::-1]
+def augrc_of(top: TopLabel) -> float:
+    """AUGRC (see :func:`augrc`) along ``top.order`` reversed (decreasing confidence; the value does not depend
+    on the order inside a tie group: its sums are of whole numbers)."""
+    conf, hit = top.conf, top.hit
+    order = top.order[::-1]
     c = conf[order]
     ends = np.append(np.flatnonzero(c[1:] != c[:-1]), c.size - 1)  # last sample of each tie group
     accepted = (ends + 1).astype(float)  # accepted up to the end of each group
@@ -406,16 +411,16 @@ def augrc(probs, labels) -> float:
     before / after it. All right → 0; all wrong → 1/2; an uninformative score (one tie group) with
     error rate r → r/2; the oracle ranking (errors last) → r²/2. Lower is better.
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    return _augrc_from_top_label(conf, hit)
+    return augrc_of(TopLabel.of(probs, labels))
 
 
 # --------------------------------------------------------------------------
 # §5.9 calibration tests with p-values (Spiegelhalter 1986; Arrieta-Ibarra et al. 2022)
 
 
-def _spiegelhalter_from_top_label(conf: np.ndarray, hit: np.ndarray) -> tuple[float, float]:
+def spiegelhalter_of(top: TopLabel) -> tuple[float, float]:
     """(z, two-sided p) of Spiegelhalter's test (see :func:`spiegelhalter_test`)."""
+    conf, hit = top.conf, top.hit
     numerator = float(np.sum((hit - conf) * (1.0 - 2.0 * conf)))
     variance = float(np.sum((1.0 - 2.0 * conf) ** 2 * conf * (1.0 - conf)))
     if variance <= 0.0:  # every confidence 0, 1/2 or 1: no spread under the null
@@ -434,8 +439,7 @@ def spiegelhalter_test(probs, labels) -> tuple[float, float]:
     C > 1/2 (overconfidence). MAPIE's ``spiegelhalter_p_value`` is the one-sided 1 − Φ(Z).
     NaN when every confidence is 0, 1/2 or 1 and the numerator is 0; p = 0 when the numerator is not.
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    return _spiegelhalter_from_top_label(conf, hit)
+    return spiegelhalter_of(TopLabel.of(probs, labels))
 
 
 def brownian_max_abs_sf(x: float) -> float:
@@ -458,10 +462,11 @@ def brownian_max_abs_sf(x: float) -> float:
     return 2.0 * sum((-1) ** (k + 1) * math.erfc((2 * k - 1) * x / math.sqrt(2.0)) for k in range(1, 41))
 
 
-def _ks_test_from_top_label(conf: np.ndarray, hit: np.ndarray, order: np.ndarray | None = None) -> tuple[float, float]:
+def ks_test_of(top: TopLabel) -> tuple[float, float]:
     """(statistic, p) of the KS calibration test (see :func:`ks_test`)."""
+    conf = top.conf
     scale = math.sqrt(float(np.sum(conf * (1.0 - conf))))
-    walk = _ks_from_top_label(conf, hit, order) * conf.size  # max_i |Σ_{j≤i} (hit_j − C_j)|
+    walk = ks_error_of(top) * conf.size  # max_i |Σ_{j≤i} (hit_j − C_j)|
     if scale <= 0.0:  # every confidence 0 or 1
         return (math.nan, math.nan) if walk == 0.0 else (math.inf, 0.0)
     statistic = walk / scale
@@ -478,5 +483,4 @@ def ks_test(probs, labels) -> tuple[float, float]:
     length scale); p = P(max |B| ≥ statistic) (:func:`brownian_max_abs_sf`). Ties as in
     :func:`ks_error` (the walk read at the end of each tie group; MAPIE jitters them instead).
     """
-    conf, hit = _top_label_inputs(probs, labels)
-    return _ks_test_from_top_label(conf, hit)
+    return ks_test_of(TopLabel.of(probs, labels))

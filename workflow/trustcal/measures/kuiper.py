@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from trustcal.measures.bins import _check, _top_label
+from trustcal.measures.bins import TopLabel
 
-__all__ = ["brownian_range_sf", "kuiper_test"]
+__all__ = ["brownian_range_sf", "kuiper_test", "kuiper_test_of"]
 
 _TERMS = 40  # both series reach double precision with 40 terms on their side of x = 1
 
@@ -43,13 +43,10 @@ def brownian_range_sf(x: float) -> float:
     return 4.0 * sum((-1) ** (k - 1) * k * math.erfc(k * x / math.sqrt(2.0)) for k in range(1, _TERMS + 1))
 
 
-def _kuiper_test_from_top_label(
-    conf: np.ndarray, hit: np.ndarray, order: np.ndarray | None = None
-) -> tuple[float, float]:
-    """(statistic, p) of Kuiper's test (see :func:`kuiper_test`); ``order``: the stable ascending sort of
-    ``conf``, when already at hand."""
+def kuiper_test_of(top: TopLabel) -> tuple[float, float]:
+    """(statistic, p) of Kuiper's test (see :func:`kuiper_test`) along ``top.order``."""
+    conf, hit, order = top.conf, top.hit, top.order
     scale = math.sqrt(float(np.sum(conf * (1.0 - conf))))
-    order = np.argsort(conf, kind="stable") if order is None else order
     c = conf[order]
     walk = np.cumsum(hit[order] - c)
     walk = walk[np.append(c[1:] != c[:-1], True)]  # read at the end of each group of equal confidences
@@ -72,5 +69,4 @@ def kuiper_test(probs, labels) -> tuple[float, float]:
     S_0. Returns (statistic, p); (NaN, NaN) when every confidence is 0 or 1 and the walk stays at 0,
     (inf, 0) when it does not.
     """
-    conf, hit = _top_label(*_check(probs, labels))
-    return _kuiper_test_from_top_label(conf, hit)
+    return kuiper_test_of(TopLabel.of(probs, labels))

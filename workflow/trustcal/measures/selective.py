@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustcal.measures.calibration_errors import _augrc_from_top_label, _risk_curve
+from trustcal.measures.bins import TopLabel
+from trustcal.measures.calibration_errors import augrc_of, risk_curve
 
 __all__ = ["SCORES", "opinion_scores", "selective_areas", "risk_at_coverages"]
 
@@ -56,8 +57,8 @@ def selective_areas(score, hit) -> tuple[float, float]:
     hit = np.asarray(hit, dtype=np.float64).ravel()
     if score.shape != hit.shape or score.size == 0:
         raise ValueError(f"score and hit must be non-empty and of equal length (got {score.size} and {hit.size})")
-    _, risk = _risk_curve(score, hit)
-    return float(np.mean(risk)), _augrc_from_top_label(score, hit)
+    _, risk = risk_curve(score, hit)
+    return float(np.mean(risk)), augrc_of(TopLabel.of_scores(score, hit))
 
 
 def risk_at_coverages(score, hit, coverages) -> np.ndarray:
@@ -69,6 +70,6 @@ def risk_at_coverages(score, hit, coverages) -> np.ndarray:
     wanted = np.asarray(coverages, dtype=np.float64)
     if np.any((wanted <= 0) | (wanted > 1)):
         raise ValueError("coverages must lie in (0, 1]")
-    _, risk = _risk_curve(score, hit)
+    _, risk = risk_curve(score, hit)
     coverage = np.arange(1, score.size + 1) / score.size
     return risk[np.searchsorted(coverage, wanted, side="left")]

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from trustcal.measures.bins import TopLabel
 from trustcal.measures.bootstrap import percentile_interval
 from trustcal.measures.calibration_errors import (
-    _SMECE_DENSITY_EPS,
-    _SMECE_MESH_PTS,
-    _SMECE_REFINE,
-    _SMECE_SEARCH_EPS,
-    _smece_from_top_label,
+    SMECE_DENSITY_EPS,
+    SMECE_MESH_PTS,
+    SMECE_REFINE,
+    SMECE_SEARCH_EPS,
+    smece_of,
 )
 
 __all__ = ["bootstrap_smece", "smooth_reliability"]
@@ -142,9 +143,9 @@ class _SmoothECE:
 
     def __call__(self, sigma: float, rows: np.ndarray) -> np.ndarray:
         e = _grid_size(sigma)
-        t = np.linspace(0, 1, max(round(10 / sigma), _SMECE_MESH_PTS))
+        t = np.linspace(0, 1, max(round(10 / sigma), SMECE_MESH_PTS))
         residual = self.grids.smooth(sigma, t, rows, series=1)[:, 0]
-        density = self.grids.grids(e)[rows, 1] @ _interpolated_sum(sigma, t) + t.size * _SMECE_DENSITY_EPS
+        density = self.grids.grids(e)[rows, 1] @ _interpolated_sum(sigma, t) + t.size * SMECE_DENSITY_EPS
         return np.sum(np.abs(residual), axis=1) / density
 
 
@@ -175,9 +176,9 @@ def bootstrap_smece(conf, hit, counts: np.ndarray) -> np.ndarray:
     at_one = values(np.ones(b), every)
     search = ~(1.0 < at_one)  # σ = 1 is kept where 1 < smECE_1 (relplot's check_smooth_ece)
     start, end, value = np.ones(b), np.zeros(b), at_one.copy()
-    for _ in range(_SMECE_REFINE):
+    for _ in range(SMECE_REFINE):
         mid = (start + end) / 2
-        small = mid < _SMECE_SEARCH_EPS  # below the search's floor: counts as "below" unevaluated
+        small = mid < SMECE_SEARCH_EPS  # below the search's floor: counts as "below" unevaluated
         need = search & ~small
         tried = np.full(b, np.nan)
         tried[need] = values(mid[need], every[need])
@@ -204,7 +205,7 @@ def smooth_reliability(conf, hit, counts: np.ndarray | None = None, points: int 
     n = conf.size
     if n == 0 or hit.shape != conf.shape:
         raise ValueError("conf and hit must be non-empty and of equal length")
-    _, sigma = _smece_from_top_label(conf, hit)
+    _, sigma = smece_of(TopLabel.of_scores(conf, hit))
     t = np.linspace(0.0, 1.0, int(points))
     if counts is not None and counts.shape[1] != n:
         raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {n}")
@@ -214,11 +215,11 @@ def smooth_reliability(conf, hit, counts: np.ndarray | None = None, points: int 
     ((hits, dens),) = smoothed[:1]
     out = {
         "confidence": t,
-        "accuracy": hits / (dens + _SMECE_DENSITY_EPS),
+        "accuracy": hits / (dens + SMECE_DENSITY_EPS),
         "density": dens / n,
         "bandwidth": np.full(t.size, sigma),
     }
     if counts is not None:
-        curves = smoothed[1:, 0] / (smoothed[1:, 1] + _SMECE_DENSITY_EPS)
+        curves = smoothed[1:, 0] / (smoothed[1:, 1] + SMECE_DENSITY_EPS)
         out["accuracy_lo"], out["accuracy_hi"] = percentile_interval(curves, level)
     return out

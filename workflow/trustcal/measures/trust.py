@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from trustcal.measures.limits import CLUSTERS_COST, MAX_CLUSTERS, check_count
+from trustcal.measures.limits import CLUSTERS_COST, MAX_CLUSTERS
 from trustcal.measures.opinions import FUSION_METHODS, fuse_evidence
+from trustcal.measures.options import check_fields, setting
 
 REPRESENTATIVES = ("midpoint", "mean")
 FUSIONS = FUSION_METHODS
@@ -45,24 +46,27 @@ class TrustParams:
     clusters per class, the prior weight W, the evidence weights alpha and beta, the base rate, the cluster
     representative (``midpoint`` as in the paper, or ``mean``) and the two fusion operators."""
 
-    clusters: int = 10
-    weight: float = 2.0  # W, the non-informative prior weight
-    alpha: float = 1.0
-    beta: float = 1.0
-    base_rate: float = 0.5
-    representative: str = "midpoint"
-    cluster_fusion: str = "cumulative"
-    class_fusion: str = "cumulative"
+    clusters: int = setting(
+        10,
+        "probability clusters per class",
+        low=1,
+        high=MAX_CLUSTERS,
+        cost=CLUSTERS_COST,
+        section="",
+        metavar="M",
+    )
+    weight: float = setting(
+        2.0, "non-informative prior weight", kind=float, low=0, low_open=True, symbol="W", metavar="W"
+    )
+    alpha: float = setting(1.0, "weight of excess evidence t − n·RP", kind=float, low=0)
+    beta: float = setting(1.0, "weight of missing evidence n·RP − t", kind=float, low=0)
+    base_rate: float = setting(0.5, "base rate a", kind=float, low=0, high=1, metavar="A")
+    representative: str = setting("midpoint", "cluster representative", kind=str, choices=REPRESENTATIVES)
+    cluster_fusion: str = setting("cumulative", "fusion of cluster opinions", kind=str, choices=FUSIONS)
+    class_fusion: str = setting("cumulative", "fusion of class opinions", kind=str, choices=FUSIONS)
 
     def __post_init__(self):
-        check_count("clusters", self.clusters, 1, MAX_CLUSTERS, CLUSTERS_COST)
-        if self.weight <= 0:
-            raise ValueError(f"weight W must be > 0 (got {self.weight})")
-        if self.representative not in REPRESENTATIVES:
-            raise ValueError(f"representative must be one of {REPRESENTATIVES}")
-        for f in (self.cluster_fusion, self.class_fusion):
-            if f not in FUSIONS:
-                raise ValueError(f"fusion must be one of {FUSIONS} (got {f!r})")
+        check_fields(self)
 
 
 def cluster_index(p: np.ndarray, clusters: int) -> np.ndarray:

@@ -1,6 +1,8 @@
 """Predictions from outside the workflow: readers per file format, epoch-series discovery, validation."""
 
+from trustcal.predictions.arrays import read_npy, read_npz
 from trustcal.predictions.classes import ClassMap, class_map, index_names, transposed_hint
+from trustcal.predictions.columns import read_arrow, read_csv, read_frame, read_text_table
 from trustcal.predictions.errors import (
     CellError,
     ColumnError,
@@ -13,7 +15,8 @@ from trustcal.predictions.errors import (
     UnreadableFile,
     Warn,
 )
-from trustcal.predictions.formats import (
+from trustcal.predictions.formats import detect_format, read_bytes, read_labels_file, read_table
+from trustcal.predictions.options import (
     DEFAULT_NAME_PATTERN,
     FORMATS,
     KINDS,
@@ -23,19 +26,7 @@ from trustcal.predictions.formats import (
     PARQUET_EXTRA,
     PROB_KEYS,
     ReadOptions,
-    Table,
-    detect_format,
-    name_labels,
     name_regex,
-    read_arrow,
-    read_bytes,
-    read_csv,
-    read_frame,
-    read_labels_file,
-    read_npy,
-    read_npz,
-    read_table,
-    read_text_table,
 )
 from trustcal.predictions.series import (
     AFTER_WORDS,
@@ -47,6 +38,7 @@ from trustcal.predictions.series import (
     parse_name,
     stem,
 )
+from trustcal.predictions.table import Table, name_labels
 from trustcal.predictions.validation import (
     DOUBLE_SOFTMAX_FRACTION,
     DOUBLE_SOFTMAX_TOL,

@@ -2,7 +2,7 @@
 
 An epoch series is several files whose names carry the epoch and, optionally,
 the state before/after calibration (:data:`DEFAULT_NAME_PATTERN`, defined beside
-:class:`~trustcal.predictions.formats.ReadOptions`, which checks the pattern).
+:class:`~trustcal.predictions.options.ReadOptions`, which checks the pattern).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trustcal.predictions.errors import SeriesError, UnreadableFile
-from trustcal.predictions.formats import DEFAULT_NAME_PATTERN, ReadOptions, name_regex
+from trustcal.predictions.options import DEFAULT_NAME_PATTERN, ReadOptions, name_regex
 
 AFTER_WORDS = ("after", "aft", "calibrated")
 PRED_SUFFIXES = (".csv", ".tsv", ".txt", ".npz", ".npy", ".parquet", ".pq", ".feather", ".arrow")

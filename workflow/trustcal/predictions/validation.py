@@ -25,13 +25,10 @@ from trustcal.predictions.errors import (
     ProbabilityError,
     Warn,
 )
-from trustcal.predictions.formats import (
-    ReadOptions,
-    Table,
-    read_labels_file,
-    read_table,
-)
+from trustcal.predictions.formats import read_labels_file, read_table
+from trustcal.predictions.options import ReadOptions
 from trustcal.predictions.series import PredictionFile
+from trustcal.predictions.table import Table
 
 RANGE_TOL = 1e-6  # probabilities this far outside [0, 1] are float rounding, clipped
 DOUBLE_SOFTMAX_TOL = 1e-5

@@ -25,10 +25,11 @@ import pandas as pd
 from trustcal.calibration.temperature import newton_temperature, softmax
 from trustcal.files import PAPER_CALIBRATOR, RAW
 from trustcal.measures import decomposition, metrics
+from trustcal.measures.bins import TopLabel
 from trustcal.measures.bootstrap import (
     BootstrapParams,
     bootstrap_opinions,
-    bootstrap_scores,
+    bootstrap_scores_of,
     bootstrap_selective_scores,
     percentile_interval,
     resample_counts,
@@ -44,11 +45,19 @@ from trustcal.measures.limits import (
     MAX_FOLDS,
     MAX_POINTS,
     POINTS_COST,
-    check_count,
 )
+from trustcal.measures.options import check_fields, setting
+from trustcal.measures.reliability import reliability_table_of
 from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverages, selective_areas
 from trustcal.measures.smooth import bootstrap_smece, smooth_reliability
-from trustcal.measures.trust import TRUST_COLUMNS, TrustParams, cluster_evidence, cluster_index, trust_opinions
+from trustcal.measures.trust import (
+    REPRESENTATIVES,
+    TRUST_COLUMNS,
+    TrustParams,
+    cluster_evidence,
+    cluster_index,
+    trust_opinions,
+)
 from trustcal.numerics import log_softmax
 
 __all__ = [
@@ -94,29 +103,42 @@ class MetricParams:
     NetTrustScore exponents, the trust density's bandwidth and grid, the geometric family's floor and bins, the
     reliability and L2 bins, the refinement folds and the smooth reliability diagram's points."""
 
-    ece_bins: tuple[int, ...] = (10, 15)
-    nts_alpha: float = 1.0
-    nts_beta: float = 1.0
-    density_gamma: float = 0.5
-    density_points: int = 51
-    geo_eps: float = 0.01
-    geo_bins: int = 10
-    reliability_bins: int = 10
-    l2_bins: int = 15
-    refinement_folds: int = 5  # folds of the cross-fitted recalibration (docs/method.md §13.2)
-    smooth_points: int = 101  # points t of the smooth reliability diagram (docs/method.md §13.3)
+    ece_bins: tuple[int, ...] = setting(
+        (10, 15),
+        "ECE bin counts; the first is the 'ece' column",
+        low=1,
+        high=MAX_BINS,
+        cost=BINS_COST,
+        many=True,
+        metavar="M",
+    )
+    nts_alpha: float = setting(1.0, "NetTrustScore reward exponent", kind=float, low=0, low_open=True)
+    nts_beta: float = setting(1.0, "NetTrustScore penalty exponent", kind=float, low=0, low_open=True)
+    density_gamma: float = setting(0.5, "trust density bandwidth γ/√N", kind=float, low=0, low_open=True)
+    density_points: int = setting(51, "trust density grid points", low=2, high=MAX_POINTS, cost=POINTS_COST)
+    geo_eps: float = setting(
+        0.01, "floor of the true-class probability", kind=float, low=0, high=1, low_open=True, high_open=True
+    )
+    geo_bins: int = setting(10, "bins of the measured geometric metrics", low=1, high=MAX_BINS, cost=BINS_COST)
+    reliability_bins: int = setting(10, "reliability curve bins", low=1, high=MAX_BINS, cost=BINS_COST)
+    l2_bins: int = setting(15, "equal-mass bins of the L2 and debiased L2 ECE", low=1, high=MAX_BINS, cost=BINS_COST)
+    refinement_folds: int = setting(
+        5,
+        "folds of the cross-fitted recalibration (docs/method.md §13.2)",
+        low=2,
+        high=MAX_FOLDS,
+        cost=FOLDS_COST,
+    )
+    smooth_points: int = setting(
+        101,
+        "points t of the smooth reliability diagram (docs/method.md §13.3)",
+        low=2,
+        high=MAX_POINTS,
+        cost=POINTS_COST,
+    )
 
     def __post_init__(self):
-        """The integer settings within the bounds of :mod:`trustcal.measures.limits` (one line each)."""
-        if isinstance(self.ece_bins, (str, bytes)) or not len(self.ece_bins):
-            raise ValueError(f"ece_bins must be one or more bin counts, e.g. (10, 15) (got {self.ece_bins!r})")
-        for m in self.ece_bins:
-            check_count("ece_bins", m, 1, MAX_BINS, BINS_COST)
-        for name in ("geo_bins", "reliability_bins", "l2_bins"):
-            check_count(name, getattr(self, name), 1, MAX_BINS, BINS_COST)
-        for name in ("density_points", "smooth_points"):
-            check_count(name, getattr(self, name), 2, MAX_POINTS, POINTS_COST)
-        check_count("refinement_folds", self.refinement_folds, 2, MAX_FOLDS, FOLDS_COST)
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -124,15 +146,44 @@ class SweepParams:
     """The ``trust_sweep`` table's grid: the numbers of clusters M and the representatives the opinion is
     recomputed with, at these epochs (and always the last)."""
 
-    clusters: tuple[int, ...] = (2, 5, 10, 20, 50, 100)
-    representatives: tuple[str, ...] = ("midpoint", "mean")
-    epochs: tuple[int, ...] = (1, 10, 20, 50, 100)  # plus always the last epoch
+    clusters: tuple[int, ...] = setting(
+        (2, 5, 10, 20, 50, 100),
+        "M values of trust_sweep.csv",
+        low=1,
+        high=MAX_CLUSTERS,
+        cost=CLUSTERS_COST,
+        many=True,
+        min_items=0,
+        key="clusters_sweep",
+        section="trust",
+        metavar="M",
+    )
+    representatives: tuple[str, ...] = setting(
+        REPRESENTATIVES,
+        "cluster representatives of trust_sweep.csv",
+        kind=str,
+        choices=REPRESENTATIVES,
+        many=True,
+        min_items=0,
+        key="sweep_representatives",
+        section="trust",
+        metavar="R",
+    )
+    epochs: tuple[int, ...] = setting(
+        (1, 10, 20, 50, 100),
+        "epochs of trust_sweep.csv; the last epoch is always added (0: a single file assessed alone)",
+        low=0,
+        high=MAX_EPOCHS,
+        cost=EPOCHS_COST,
+        many=True,
+        min_items=0,
+        key="sweep_epochs",
+        section="trust",
+        metavar="E",
+    )
 
     def __post_init__(self):
-        for m in self.clusters:
-            check_count("clusters_sweep", m, 1, MAX_CLUSTERS, CLUSTERS_COST)
-        for e in self.epochs:  # epoch 0: a single file assessed alone (trustcal assess)
-            check_count("sweep_epochs", e, 0, MAX_EPOCHS, EPOCHS_COST)
+        check_fields(self)
 
 
 def _keys(p: Predictions, **extra) -> dict:
@@ -392,9 +443,9 @@ def refinement_losses(p: Predictions, mp: MetricParams, seed: int) -> dict[str, 
     return decomposition.loss_terms(p.probs, p.labels, refined, log_probs=p.log_probs)
 
 
-def _refinement_replicates(losses: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
+def refinement_replicates(losses: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
     """The calibration and refinement terms of every resample, the recalibration maps held fixed: one
-    product of the counts with the N × 4 per-sample terms (float32, as :func:`bootstrap_scores`)."""
+    product of the counts with the N × 4 per-sample terms (float32, as :func:`bootstrap_scores_of`)."""
     per_sample = np.stack(
         [
             losses["nll"] - losses["nll_refined"],
@@ -406,6 +457,68 @@ def _refinement_replicates(losses: dict[str, np.ndarray], counts: np.ndarray) ->
     ).astype(np.float32)
     sums = (np.asarray(counts, dtype=np.float32) @ per_sample).astype(np.float64) / per_sample.shape[0]
     return dict(zip(decomposition.TERMS, sums.T))
+
+
+# the contracted first columns of scores.csv
+SCORE_KEYS = ("epoch", "calibrator", "split")
+FIRST_SCORES = ("accuracy", "nll", "ece")
+
+
+def score_columns(mp: MetricParams, bootstrapped: Iterable[str] = ()) -> list[str]:
+    """The columns of scores.csv: the keys, the first scores, every other column of
+    :func:`trustcal.measures.metrics.scalar_columns` in the order of its table, ``nll_exact`` and the
+    calibration/refinement terms, then ``<name>_lo`` / ``<name>_hi`` of each of them in ``bootstrapped``."""
+    rest = [c for c in [*metrics.scalar_columns(mp), "nll_exact", *decomposition.TERMS] if c not in FIRST_SCORES]
+    estimates = [*FIRST_SCORES, *rest]
+    bootstrapped = set(bootstrapped)
+    return [*SCORE_KEYS, *estimates] + [f"{c}_{end}" for c in estimates if c in bootstrapped for end in ("lo", "hi")]
+
+
+def _score_row(
+    p: Predictions,
+    top: TopLabel,
+    mp: MetricParams,
+    counts: np.ndarray | None,
+    bootstrap: BootstrapParams | None,
+    losses: dict[str, np.ndarray] | None,
+) -> tuple[dict, dict[str, np.ndarray] | None]:
+    """The row of scores.csv of ``p`` (``top`` its top label, ``losses`` its :func:`refinement_losses` or
+    None) and, with ``counts`` (the test split's resamples), the bootstrap replicates behind its intervals."""
+    row = _keys(p, **metrics.scalar_metrics_of(top, mp))
+    row["nll_exact"] = p.log_probs is not None  # the NLL's convention: log-softmax, or p floored (§2.12)
+    row.update(decomposition.terms_from_losses(losses) if losses else dict.fromkeys(decomposition.TERMS, np.nan))
+    if counts is None:
+        return row, None
+    replicates = bootstrap_scores_of(top, counts, mp)
+    replicates["smece"] = bootstrap_smece(top.conf, top.hit, counts)
+    if losses:
+        replicates.update(refinement_replicates(losses, counts))
+    row.update(_interval_columns(replicates, bootstrap.level))
+    return row, replicates
+
+
+def _side_tables(
+    p: Predictions, top: TopLabel, mp: MetricParams, counts: np.ndarray | None, level: float
+) -> dict[str, pd.DataFrame]:
+    """The side tables' rows of ``p`` (``top`` its top label; ``counts``: the resamples of the smooth
+    reliability diagram's band at ``level``, or None)."""
+    k = p.probs.shape[1]
+    spectrum = metrics.trust_spectrum_of(top, k, mp.nts_alpha, mp.nts_beta)
+    per_label = np.bincount(p.labels, minlength=k)
+    grid = np.linspace(0.0, 1.0, mp.density_points)
+    density = metrics.trust_density_table_of(
+        top, gamma=mp.density_gamma, grid=grid, alpha=mp.nts_alpha, beta=mp.nts_beta
+    )
+    diagram = smooth_reliability(top.conf, top.hit, counts, mp.smooth_points, level)
+    return {
+        "trust_spectrum": _prepend(pd.DataFrame(dict(label=np.arange(k), trust=spectrum, count=per_label)), p),
+        "reliability": _prepend(reliability_table_of(top, mp.reliability_bins), p),
+        "trust_density": _prepend(density, p),
+        "smooth_reliability": _prepend(pd.DataFrame(diagram), p),
+    }
+
+
+SIDE_TABLES = ("trust_spectrum", "reliability", "trust_density", "smooth_reliability")
 
 
 def score_tables(
@@ -424,7 +537,7 @@ def score_tables(
     ``mp.refinement_folds`` folds drawn with the bootstrap seed, temperature scaling as the recalibration;
     NaN on the other rows: five temperature fits per row are the largest cost of a row); on the test split
     with ``bootstrap`` they and the smooth ECE (:func:`trustcal.measures.smooth.bootstrap_smece`) have
-    intervals too.
+    intervals too. The columns are :func:`score_columns`.
 
     Side tables are computed on the test split (the only one a figure, the verdict or the study
     report reads; the validation split gets its rows of scores; every split when none is test): ``trust_spectrum`` (NetTrustScore
@@ -432,74 +545,31 @@ def score_tables(
     the question-answer trust per label) and ``smooth_reliability`` (the smooth reliability diagram on
     ``mp.smooth_points`` confidences, with its bootstrap band on the test split; docs/method.md §13.3).
 
+    Every table of a prediction set reads its one :class:`~trustcal.measures.bins.TopLabel`.
+
     ``kept``, a dict, receives (epoch, calibrator) → (the row of scores, its bootstrap replicates) of
     every test-split prediction when ``bootstrap`` is given: the input of
     :func:`trustcal.measures.paired.paired_arrays`.
     """
     preds = list(preds)
-    scores, spectra, curves, densities, smooth = [], [], [], [], []
-    grid = np.linspace(0.0, 1.0, mp.density_points)
+    scores, side = [], {name: [] for name in SIDE_TABLES}
     counts = _counts(preds, bootstrap)
     fold_seed = (bootstrap or BootstrapParams()).seed  # the folds of the calibration/refinement split
     side_splits = {"test"} if _by_split(preds, "test") else {p.split for p in preds}
     for p in preds:
-        row = _keys(
-            p,
-            **metrics.scalar_metrics(
-                p.probs,
-                p.labels,
-                log_probs=p.log_probs,
-                ece_bins=mp.ece_bins,
-                nts_alpha=mp.nts_alpha,
-                nts_beta=mp.nts_beta,
-                geo_eps=mp.geo_eps,
-                geo_bins=mp.geo_bins,
-                reliability_bins=mp.reliability_bins,
-                l2_bins=mp.l2_bins,
-            ),
-        )
-        row["nll_exact"] = p.log_probs is not None  # the NLL's convention: log-softmax, or p floored (§2.12)
+        top = TopLabel.of(p.probs, p.labels, p.log_probs)
         losses = refinement_losses(p, mp, fold_seed) if p.split in side_splits else None
-        row.update(decomposition.terms_from_losses(losses) if losses else dict.fromkeys(decomposition.TERMS, np.nan))
         tested = counts is not None and p.split == "test"
-        conf = p.probs.max(axis=1)
-        hit = (p.probs.argmax(axis=1) == p.labels).astype(np.float64)
-        if tested:
-            replicates = bootstrap_scores(p.probs, p.labels, counts, mp, log_probs=p.log_probs)
-            replicates["smece"] = bootstrap_smece(conf, hit, counts)
-            if losses:
-                replicates.update(_refinement_replicates(losses, counts))
-            row.update(_interval_columns(replicates, bootstrap.level))
-            if kept is not None:  # for the paired differences: trustcal.measures.paired.paired_arrays
-                kept[(p.epoch, p.calibrator)] = (dict(row), replicates)
+        row, replicates = _score_row(p, top, mp, counts if tested else None, bootstrap, losses)
+        if tested and kept is not None:  # for the paired differences: trustcal.measures.paired.paired_arrays
+            kept[(p.epoch, p.calibrator)] = (dict(row), replicates)
         scores.append(row)
-        if p.split not in side_splits:
-            continue
-        k = p.probs.shape[1]
-        spectrum = metrics.trust_spectrum(p.probs, p.labels, k, mp.nts_alpha, mp.nts_beta)
-        per_label = np.bincount(p.labels, minlength=k)
-        spectra.append(_prepend(pd.DataFrame(dict(label=np.arange(k), trust=spectrum, count=per_label)), p))
-        curves.append(_prepend(metrics.reliability_table(p.probs, p.labels, mp.reliability_bins), p))
-        densities.append(
-            _prepend(
-                metrics.trust_density_table(
-                    p.probs, p.labels, gamma=mp.density_gamma, grid=grid, alpha=mp.nts_alpha, beta=mp.nts_beta
-                ),
-                p,
-            )
-        )
-        diagram = smooth_reliability(
-            conf, hit, counts if tested else None, mp.smooth_points, bootstrap.level if tested else 0.95
-        )
-        smooth.append(_prepend(pd.DataFrame(diagram), p))
+        if p.split in side_splits:
+            level = bootstrap.level if tested else 0.95
+            for name, table in _side_tables(p, top, mp, counts if tested else None, level).items():
+                side[name].append(table)
     scores = pd.DataFrame(scores)
-    first = ["epoch", "calibrator", "split", "accuracy", "nll", "ece"]  # the contracted columns
-    estimates = [c for c in scores.columns if c not in first and not c.endswith(("_lo", "_hi"))]
-    intervals = [f"{c}_{end}" for c in first[3:] + estimates for end in ("lo", "hi") if f"{c}_lo" in scores.columns]
-    return {
-        "scores": scores[first + estimates + intervals],
-        "trust_spectrum": pd.concat(spectra, ignore_index=True),
-        "reliability": pd.concat(curves, ignore_index=True),
-        "trust_density": pd.concat(densities, ignore_index=True),
-        "smooth_reliability": pd.concat(smooth, ignore_index=True),
+    bootstrapped = [c[: -len("_lo")] for c in scores.columns if c.endswith("_lo")]
+    return {"scores": scores[score_columns(mp, bootstrapped)]} | {
+        name: pd.concat(tables, ignore_index=True) for name, tables in side.items()
     }

@@ -1,2 +1,3 @@
-"""The networks and their training: the paper's two (models), the others (networks), the stacked multi-seed engine
-and the plain trainer (engine), the resumable loop."""
+"""The networks and their training: the paper's two (models), the others (networks), how one seed is trained
+(config), the stacked multi-seed engine (engine), the plain trainer and loop (plain), checkpoints and resuming
+(checkpoints), the resumable loop (loop)."""

@@ -10,7 +10,7 @@ import pytest
 from trustcal.files import write_csv, write_npz
 from trustcal.reporting import verdict
 from trustcal.reporting.verdict import NOT_REPRODUCED, REPRODUCED, render
-from trustcal.reporting.verdict.runs import _fmt
+from trustcal.reporting.verdict.runs import fmt_value
 
 GOLDEN = Path(__file__).with_name("paper_rows_golden.csv")  # the paper's rows before the general claims existed
 E = 40  # epochs
@@ -202,8 +202,8 @@ def test_the_section_has_a_column_per_run_titled_by_the_registry(beyond):
     row = next(line for line in section.splitlines() if "(`trust_higher_after`)" in line)
     r = table[(table["claim_id"] == "trust_higher_after") & (table["dataset"] == "fashion_mnist")].iloc[0]
     cell = (
-        f"**reproduced**: {_fmt(r.measured_mean)} ± {_fmt(r.measured_sd)} (n = 2), "
-        f"[{_fmt(r.interval_lo)}, {_fmt(r.interval_hi)}] paired"
+        f"**reproduced**: {fmt_value(r.measured_mean)} ± {fmt_value(r.measured_sd)} (n = 2), "
+        f"[{fmt_value(r.interval_lo)}, {fmt_value(r.interval_hi)}] paired"
     )
     assert row.split(" | ")[-1].rstrip(" |") == cell
     assert "`trust_higher_after` (§7.1; §7.2, §7.3): generalises `mnist_trust_after_above_before`, " in section

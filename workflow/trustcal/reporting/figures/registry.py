@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustcal.errors import TrustcalError
+from trustcal.files import read_seeds
 from trustcal.measures.trust import TRUST_COLUMNS
 from trustcal.registry import class_names, dataset_title
 from trustcal.reporting import figures  # its drawing modules load on first use (PEP 562, figures/__init__.py)
@@ -347,7 +348,7 @@ def render_figures(
             if name not in inputs:
                 raise TrustcalError(f"a figure needs the {name} table, but no {name} file was given")
             columns, rule = TABLES[name]
-            self[name] = figures.style.concat_seeds(_paths(inputs[name]), columns, rule=rule)
+            self[name] = read_seeds(_paths(inputs[name]), columns, rule=rule)
             return self[name]
 
     tables = _Tables()

@@ -27,8 +27,7 @@ import pandas as pd  # noqa: E402
 from cycler import cycler  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from trustcal.errors import TrustcalError  # noqa: E402
-from trustcal.files import atomic_path, paper_states, read_csv  # noqa: E402
+from trustcal.files import atomic_path, paper_states  # noqa: E402
 
 # --------------------------------------------------------------------------- style
 
@@ -160,18 +159,6 @@ def save(fig: plt.Figure, paths: Sequence[str | Path]) -> plt.Figure:
 
 
 # --------------------------------------------------------------------------- tidy helpers
-
-
-def concat_seeds(paths: Iterable[str | Path], columns: tuple[str, ...], rule: str) -> pd.DataFrame:
-    """Read one table per seed (``…/seed{N}/…``) into one frame with a ``seed`` column."""
-    frames = []
-    for path in paths:
-        df = read_csv(path, columns, rule=rule)
-        seed = next((p[4:] for p in Path(path).parts if p.startswith("seed") and p[4:].isdigit()), "0")
-        frames.append(df.assign(seed=int(seed)))
-    if not frames:
-        raise TrustcalError(f"no {rule} table given")
-    return pd.concat(frames, ignore_index=True)
 
 
 def with_state(df: pd.DataFrame) -> pd.DataFrame:

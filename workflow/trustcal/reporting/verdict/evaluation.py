@@ -13,7 +13,7 @@ import pandas as pd
 from trustcal.measures.bootstrap import percentile_interval
 from trustcal.measures.paired import paired_interval
 from trustcal.reporting.verdict.claims import CLAIMS, Claim
-from trustcal.reporting.verdict.runs import Run, _fmt
+from trustcal.reporting.verdict.runs import Run, fmt_value
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_COMPARABLE = (
     "reproduced",
@@ -112,7 +112,7 @@ def decision_rule(claim: Claim) -> str:
         band = "> 0" if claim.kind == "at_least" else "< 0"
     else:
         band = {
-            "near": f"within {_fmt(lo)} … {_fmt(hi)}",
+            "near": f"within {fmt_value(lo)} … {fmt_value(hi)}",
             "at_most": f"≤ {claim.target:g}",
             "at_least": f"≥ {claim.target:g}",
         }[claim.kind]
@@ -260,7 +260,7 @@ def evaluate_claim(claim: Claim, runs: Mapping[str, Mapping[int, Run]], level: f
     row["interval_lo"], row["interval_hi"] = est.paired_interval(level) if paired else est.interval(level)
     row["interval_method"] = "paired" if paired else "quadrature"
     if est.per_seed:
-        row["per_seed"] = "; ".join(f"seed {s}: {_fmt(v[0])}" for s, v in est.per_seed.items())
+        row["per_seed"] = "; ".join(f"seed {s}: {fmt_value(v[0])}" for s, v in est.per_seed.items())
     epochs = min(_run_epochs(runs[ds]) for ds in (claim.dataset, claim.versus) if ds is not None)
     notes = []
     if claim.from_history:
@@ -315,7 +315,7 @@ def evaluate(
             clean = {ds: {s: r.without(flagged.get(ds, [])) for s, r in seeds.items()} for ds, seeds in runs.items()}
             other = evaluate_claim(claim, clean, level)
             row["without_flagged"], row["verdict_without_flagged"] = other["measured_mean"], other["verdict"]
-            without = f"without them {_fmt(other['measured_mean'])}, {other['verdict']}"
+            without = f"without them {fmt_value(other['measured_mean'])}, {other['verdict']}"
             if row["verdict"] == REPRODUCED and other["verdict"] != REPRODUCED:
                 note = f"reproduced only with the predictions that went through softmax twice; {without}"
             elif other["verdict"] != row["verdict"] or not np.isclose(

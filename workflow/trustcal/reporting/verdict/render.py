@@ -37,7 +37,7 @@ from trustcal.reporting.verdict.general import (
     run_order,
     run_titles,
 )
-from trustcal.reporting.verdict.runs import _fmt, load_runs, perfect_classifier_opinion
+from trustcal.reporting.verdict.runs import fmt_value, load_runs, perfect_classifier_opinion
 
 INTRO = (
     "Generated from every run's `trust.csv`, `history.csv` and `trust_bootstrap.npz` by `trustcal.reporting.verdict`; "
@@ -100,9 +100,9 @@ def split_scopes(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _measured(r) -> str:
-    text = _fmt(r.measured_mean)
+    text = fmt_value(r.measured_mean)
     if np.isfinite(r.measured_sd):
-        text += f" ± {_fmt(r.measured_sd)}"
+        text += f" ± {fmt_value(r.measured_sd)}"
     return f"{text} (n = {r.n_seeds})" if r.n_seeds else text
 
 
@@ -110,7 +110,7 @@ def _interval(r) -> str:
     if not (np.isfinite(r.interval_lo) and np.isfinite(r.interval_hi)):
         return "–"
     paired = " paired" if getattr(r, "interval_method", "") == "paired" else ""
-    return f"[{_fmt(r.interval_lo)}, {_fmt(r.interval_hi)}]{paired}"
+    return f"[{fmt_value(r.interval_lo)}, {fmt_value(r.interval_hi)}]{paired}"
 
 
 def _document(
@@ -171,7 +171,7 @@ def _document(
         if r.per_seed:
             detail += f" Per seed: {r.per_seed}."
         if np.isfinite(r.boot_lo):
-            detail += f" Test-set bootstrap of the seed mean: [{_fmt(r.boot_lo)}, {_fmt(r.boot_hi)}]."
+            detail += f" Test-set bootstrap of the seed mean: [{fmt_value(r.boot_lo)}, {fmt_value(r.boot_hi)}]."
         details.append(detail)
     by_id = table.set_index("claim_id")
     tension_notes = []
@@ -180,7 +180,7 @@ def _document(
             continue
         if not tension.paper_only and all(by_id.at[c, "verdict"] == NOT_COMPARABLE for c in tension.claims):
             continue  # nothing measured (dataset not in the run, too few epochs)
-        parts = [f"`{c}` {_fmt(by_id.at[c, 'measured_mean'])} ({by_id.at[c, 'verdict']})" for c in tension.claims]
+        parts = [f"`{c}` {fmt_value(by_id.at[c, 'measured_mean'])} ({by_id.at[c, 'verdict']})" for c in tension.claims]
         tension_notes.append(f"{tension.text} This run: {'; '.join(parts)}.")
     if runs and paper:
         tension_notes.append(invariance_note(runs))

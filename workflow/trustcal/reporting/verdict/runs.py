@@ -204,7 +204,8 @@ def perfect_classifier_opinion(clusters: int, classes: int = 10) -> tuple[float,
     return 2 * clusters / (2 * clusters + classes), classes / (2 * clusters + classes)
 
 
-def _fmt(x) -> str:
+def fmt_value(x) -> str:
+    """A measured value as the verdict's tables write it: three significant digits, "–" when there is none."""
     return "–" if x is None or not np.isfinite(x) else f"{x:.3g}"
 
 
