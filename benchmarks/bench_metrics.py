@@ -51,7 +51,7 @@ from trustcal.measures.smooth import bootstrap_smece, smooth_reliability  # noqa
 from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
 from trustcal.reporting.tables import (  # noqa: E402
     MetricParams,
-    Predictions,
+    PredictionSet,
     _resample_counts,
     dynamic_trust_table,
     refinement_losses,
@@ -96,8 +96,8 @@ def main(argv=None) -> None:
     states = {"none": 1.0, "temperature": 1.7}
     preds = {
         state: [
-            Predictions(1, state, "test", softmax(test_logits / t), test_labels),
-            Predictions(1, state, "val", softmax(val_logits / t), val_labels),
+            PredictionSet(1, state, "test", softmax(test_logits / t), test_labels),
+            PredictionSet(1, state, "val", softmax(val_logits / t), val_labels),
         ]
         for state, t in states.items()
     }

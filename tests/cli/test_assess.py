@@ -28,7 +28,7 @@ from trustcal import cli, stages
 from trustcal.assessment import assess_files
 from trustcal.calibration.temperature import softmax
 from trustcal.errors import TrustcalError
-from trustcal.files import read_npz
+from trustcal.files import read_result_npz
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams, trust_opinions
 from trustcal.predictions import PredictionError, PredictionFile, ReadOptions, series, validation
@@ -830,10 +830,10 @@ def test_double_softmax_warns_with_the_fraction(tmp_path):
 
 def test_truncated_logits_npz_names_the_file_and_the_rule(tmp_path):
     path = tmp_path / "epoch003.npz"
-    np.savez(path, **{k: np.zeros((100, 10)) for k in stages.LOGIT_KEYS})
+    np.savez(path, **{k: np.zeros((100, 10)) for k in stages.LOGITS_FILE_KEYS})
     path.write_bytes(path.read_bytes()[:500])
     with pytest.raises(TrustcalError, match=r"epoch003\.npz: unreadable or truncated.*rerun rule 'logits'\.$") as err:
-        read_npz(path, stages.LOGIT_KEYS, rule="logits")
+        read_result_npz(path, stages.LOGITS_FILE_KEYS, rule="logits")
     # a library message: the workflow's jobs add their snakemake command, the command line its own words
     assert err.value.rerun == "logits" and "snakemake" not in str(err.value)
 
@@ -1016,7 +1016,7 @@ def test_tables_computed_an_epoch_at_a_time_equal_those_of_one_call():
     """assessment_tables (per epoch, so that progress can follow a long series) gives the tables of one
     call of trust_tables and score_tables on every epoch: same tables, columns, rows and order."""
     from trustcal.assessment import assessment_tables
-    from trustcal.reporting.tables import Predictions, score_tables, trust_tables
+    from trustcal.reporting.tables import PredictionSet, score_tables, trust_tables
 
     rng = np.random.default_rng(3)
     preds = []
@@ -1025,7 +1025,7 @@ def test_tables_computed_an_epoch_at_a_time_equal_those_of_one_call():
             probs, labels, _ = random_probs(n, 4, seed=epoch * 10 + n)
             for calibrator, t in (("none", 1.0), ("temperature", 1.5 + rng.random())):
                 p = probs ** (1 / t)
-                preds.append(Predictions(epoch, calibrator, split, p / p.sum(axis=1, keepdims=True), labels))
+                preds.append(PredictionSet(epoch, calibrator, split, p / p.sum(axis=1, keepdims=True), labels))
     params = (TrustParams(), MetricParams(density_points=11), SweepParams(clusters=(2, 10), epochs=(2,)))
     boot = BootstrapParams(resamples=30)
     seen = []

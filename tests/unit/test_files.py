@@ -312,11 +312,11 @@ def test_paper_states_are_the_raw_model_and_temperature_scaling():
 
 def test_every_altered_or_missing_byte_of_an_npz_is_caught(tmp_path):
     """write_npz seals the archive with its content digest: flipping any one byte, or cutting the file
-    anywhere, makes read_npz refuse it with the rule to rerun; the sealed file reads as before."""
+    anywhere, makes read_result_npz refuse it with the rule to rerun; the sealed file reads as before."""
     import numpy as np
 
     from trustcal.errors import TrustcalError
-    from trustcal.files import read_npz, verify_zip, write_npz
+    from trustcal.files import read_result_npz, verify_zip, write_npz
 
     path = tmp_path / "epoch001.npz"
     arrays = dict(val_logits=np.arange(12.0).reshape(4, 3), val_labels=np.array([0, 2, 1, 1]))
@@ -328,14 +328,14 @@ def test_every_altered_or_missing_byte_of_an_npz_is_caught(tmp_path):
     for i in range(len(whole)):
         path.write_bytes(whole[:i] + bytes([whole[i] ^ 0x10]) + whole[i + 1 :])
         with pytest.raises(TrustcalError, match=r"epoch001\.npz: .*rerun rule 'logits'") as err:
-            read_npz(path, ("val_logits",), rule="logits")
+            read_result_npz(path, ("val_logits",), rule="logits")
         assert err.value.rerun == "logits"
     for n in range(len(whole)):
         path.write_bytes(whole[:n])
         with pytest.raises(TrustcalError, match=r"epoch001\.npz: unreadable or truncated.*rerun rule 'logits'"):
-            read_npz(path, ("val_logits",), rule="logits")
+            read_result_npz(path, ("val_logits",), rule="logits")
     path.write_bytes(whole)
-    assert read_npz(path, None, rule="logits").keys() == arrays.keys()
+    assert read_result_npz(path, None, rule="logits").keys() == arrays.keys()
 
 
 def test_an_npz_written_before_digests_is_read_with_one_warning_per_directory(tmp_path, caplog):
@@ -343,12 +343,15 @@ def test_an_npz_written_before_digests_is_read_with_one_warning_per_directory(tm
 
     import numpy as np
 
-    from trustcal.files import read_npz
+    from trustcal.files import read_result_npz
 
     for e in (1, 2):
         np.savez(tmp_path / f"epoch{e:03d}.npz", x=np.arange(e))
     with caplog.at_level(logging.WARNING, logger="trustcal.files"):
-        assert [read_npz(tmp_path / f"epoch{e:03d}.npz", ("x",), rule="logits")["x"].size for e in (1, 2)] == [1, 2]
+        assert [read_result_npz(tmp_path / f"epoch{e:03d}.npz", ("x",), rule="logits")["x"].size for e in (1, 2)] == [
+            1,
+            2,
+        ]
     assert ["cannot be verified" in r.message and str(tmp_path) in r.message for r in caplog.records] == [True]
 
 

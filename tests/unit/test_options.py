@@ -255,13 +255,13 @@ def test_t_min_and_t_max_are_checked_by_calibration_settings():
 
 def test_every_read_option_is_a_flag_and_an_external_key():
     """The reading options (ReadOptions, the flags of the reading group and the keys of an external entry)."""
-    from trustcal.predictions import FORMATS, KINDS
+    from trustcal.predictions import FORMATS, PREDICTION_KINDS
 
     external = SCHEMA["properties"]["external"]["additionalProperties"]["properties"]
     args = assess_args()
     for f in fields(ReadOptions):
         assert f.name in external, f.name
         assert getattr(args, f.name) == f.default, f.name
-    assert external["format"]["enum"] == list(FORMATS) and external["kind"]["enum"] == list(KINDS)
+    assert external["format"]["enum"] == list(FORMATS) and external["kind"]["enum"] == list(PREDICTION_KINDS)
     assert external["sum_tolerance"] == {"type": "number", "exclusiveMinimum": 0}
     assert external["num_classes"]["minimum"] == cli.MIN_CLASSES

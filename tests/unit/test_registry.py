@@ -63,7 +63,7 @@ def test_the_literal_scan_finds_a_name_where_one_is_written(tmp_path):
 
 def test_every_registered_dataset_is_complete_and_its_default_network_registered():
     for name, spec in DATASETS.items():
-        assert spec.name == name and spec.kind in registry.KINDS and spec.kind not in registry.USER_KINDS
+        assert spec.name == name and spec.kind in registry.DATASET_KINDS and spec.kind not in registry.USER_KINDS
         assert spec.shape and spec.shape[0] in (1, 3) and spec.torchvision
         assert len(spec.classes) == len(set(spec.classes)) >= 10, name
         assert spec.network in NETWORKS

@@ -322,13 +322,13 @@ def _add_setting(group, cls, name: str, option, prefix: str) -> None:
 
 def _reading_flags(g) -> None:
     """The flags of :class:`~trustcal.predictions.ReadOptions` (how the files are read)."""
-    from trustcal.predictions import DEFAULT_NAME_PATTERN, FORMATS, KINDS, ReadOptions
+    from trustcal.predictions import DEFAULT_NAME_PATTERN, FORMATS, PREDICTION_KINDS, ReadOptions
 
     ro = ReadOptions()
     g.add_argument("--format", choices=FORMATS, default=ro.format, help="file format (default: from name and contents)")
     g.add_argument(
         "--kind",
-        choices=KINDS,
+        choices=PREDICTION_KINDS,
         default=ro.kind,
         help="probabilities or logits (default: auto; npz: from the array name)",
     )

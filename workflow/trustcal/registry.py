@@ -72,7 +72,7 @@ CIFAR = "cifar"  # torchvision's CIFAR-10 / CIFAR-100: pickled batches extracted
 SVHN = "svhn"  # torchvision's SVHN: train_32x32.mat and test_32x32.mat (MATLAB v5 files)
 IMAGEFOLDER = "imagefolder"  # a user's images: <path>/train/<class>/*.png|jpg and <path>/test/<class>/…
 NPZ = "npz"  # a user's arrays: x_train, y_train, x_test, y_test in one .npz (no pickled objects)
-KINDS = (IDX, CIFAR, SVHN, IMAGEFOLDER, NPZ)
+DATASET_KINDS = (IDX, CIFAR, SVHN, IMAGEFOLDER, NPZ)
 USER_KINDS = (IMAGEFOLDER, NPZ)
 
 
@@ -93,7 +93,7 @@ class DatasetSpec:
     Attributes:
         name: Its key (configuration, paths, tables).
         title: How figures and reports name it.
-        kind: How its files are laid out and read (:data:`KINDS`).
+        kind: How its files are laid out and read (:data:`DATASET_KINDS`).
         shape: (channels, height, width) of its images; None for a user's, read from the files.
         classes: Class names, in label order; () for a user's (read from the files or ``classes:``).
         torchvision: The ``torchvision.datasets`` class whose file names, URLs and md5s it uses.

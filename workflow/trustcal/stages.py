@@ -26,13 +26,13 @@ from trustcal.calibration.table import (
     worse_on_test_sentence,
 )
 from trustcal.errors import TrustcalError
-from trustcal.files import read_csv, read_npz, write_csv, write_npz
-from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, Predictions, score_tables, trust_tables
+from trustcal.files import read_result_csv, read_result_npz, write_csv, write_npz
+from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, PredictionSet, score_tables, trust_tables
 from trustcal.settings import Settings
 
 log = logging.getLogger(__name__)
 
-LOGIT_KEYS = ("val_logits", "val_labels", "test_logits", "test_labels")
+LOGITS_FILE_KEYS = ("val_logits", "val_labels", "test_logits", "test_labels")
 EPOCH_RE = re.compile(r"epoch(\d+)\.npz$")
 
 
@@ -99,7 +99,7 @@ def logits_stage(setup, prepared, ckpt_dir, outputs: Iterable[str]) -> None:
 
 
 def load_logits(path: str | Path) -> dict[str, np.ndarray]:
-    return read_npz(path, LOGIT_KEYS, rule="logits")
+    return read_result_npz(path, LOGITS_FILE_KEYS, rule="logits")
 
 
 def calibrate_stage(
@@ -140,7 +140,7 @@ def calibrate_stage(
 
 def calibration_table_stage(tables: Iterable[str], out) -> None:
     """calibration.csv: the rows of every calibrator, in the config's order."""
-    frames = [read_csv(t, ("epoch", "calibrator"), rule="calibrate") for t in tables]
+    frames = [read_result_csv(t, ("epoch", "calibrator"), rule="calibrate") for t in tables]
     write_csv(pd.concat(frames, ignore_index=True)[list(CALIBRATION_COLUMNS)], out)
 
 
@@ -151,26 +151,26 @@ def calibrator_name(path: str | Path) -> str:
 
 def load_predictions(
     logit_paths: Iterable[str], calibrators: Iterable[str], splits=("test", "val")
-) -> Iterator[Predictions]:
+) -> Iterator[PredictionSet]:
     """Predictions of every epoch and split: the raw model's (calibrator ``none``) and each
     fitted calibrator's (``calibration/{calibrator}.npz`` files, in the order given)."""
     fitted, files = {}, {}
     for path in calibrators:
-        fitted[calibrator_name(path)] = load_states(read_npz(path, None, rule="calibrate"))  # verified
+        fitted[calibrator_name(path)] = load_states(read_result_npz(path, None, rule="calibrate"))  # verified
         files[calibrator_name(path)] = path
     for path in sorted(logit_paths, key=epoch_of):
         epoch = epoch_of(path)
         d = load_logits(path)
         for split in splits:
             logits, labels = d[f"{split}_logits"], d[f"{split}_labels"]
-            yield Predictions.of_logits(epoch, RAW, split, logits, labels)
+            yield PredictionSet.of_logits(epoch, RAW, split, logits, labels)
             for name, states in fitted.items():
                 if epoch not in states:
                     raise TrustcalError(
                         f"{files[name]}: no {name} calibrator for epoch {epoch}; rerun rule 'calibrate'.",
                         rerun="calibrate",
                     )
-                yield Predictions.of_calibrator(epoch, name, split, states[epoch], logits, labels)
+                yield PredictionSet.of_calibrator(epoch, name, split, states[epoch], logits, labels)
 
 
 def write_tables(tables: dict[str, pd.DataFrame], outputs: dict[str, str]) -> None:

@@ -286,11 +286,11 @@ def test_smooth_diagram_is_relplots_kernel_smoother_and_its_band_the_drawn_rows(
 
 def test_score_tables_carry_the_smooth_ece_interval_and_the_smooth_diagram():
     from trustcal.measures.smooth import bootstrap_smece
-    from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+    from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
     probs, labels = _overconfident(800, 4, seed=23, scale=2.0)
     boot = BootstrapParams(resamples=25, seed=9)
-    tables = score_tables([Predictions(2, "none", "test", probs, labels)], MetricParams(smooth_points=11), boot)
+    tables = score_tables([PredictionSet(2, "none", "test", probs, labels)], MetricParams(smooth_points=11), boot)
     row = tables["scores"].iloc[0]
     conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
     lo, hi = percentile_interval(bootstrap_smece(conf, hit, resample_counts(800, boot)), boot.level)

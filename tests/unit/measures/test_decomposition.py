@@ -19,7 +19,7 @@ from trustcal.measures import decomposition as D
 from trustcal.measures.bootstrap import BootstrapParams, resample_counts
 from trustcal.reporting.tables import (
     MetricParams,
-    Predictions,
+    PredictionSet,
     refinement_losses,
     refinement_replicates,
     score_tables,
@@ -48,7 +48,7 @@ def split(probs, labels, folds: int = 5, seed: int = 0) -> dict[str, float]:
     """The calibration/refinement terms of probability predictions as scores.csv computes them: the production
     path, :func:`trustcal.reporting.tables.refinement_losses` (NaN when there are fewer samples than folds)."""
     losses = refinement_losses(
-        Predictions(0, "none", "test", probs, labels), MetricParams(refinement_folds=folds), seed
+        PredictionSet(0, "none", "test", probs, labels), MetricParams(refinement_folds=folds), seed
     )
     return D.terms_from_losses(losses) if losses else dict.fromkeys(D.TERMS, math.nan)
 
@@ -214,8 +214,8 @@ def test_a_temperature_distorted_copy_keeps_the_refinement(temperature):
 def test_scores_csv_columns_add_up_and_their_resamples_are_the_drawn_rows():
     rng = np.random.default_rng(5)
     test, val = calibrated(600, 4, rng), calibrated(300, 4, rng)
-    preds = [Predictions(1, "none", "test", softmax(np.log(test[0]) / 0.7), test[1])]
-    preds.append(Predictions(1, "none", "val", val[0], val[1]))
+    preds = [PredictionSet(1, "none", "test", softmax(np.log(test[0]) / 0.7), test[1])]
+    preds.append(PredictionSet(1, "none", "val", val[0], val[1]))
     boot = BootstrapParams(resamples=30, seed=4)
     scores = score_tables(preds, MetricParams(), boot)["scores"].set_index("split")
     row = scores.loc["test"]
@@ -269,7 +269,7 @@ def test_scores_csv_split_is_the_cross_fitted_temperature_scaling_written_out():
     probs, labels = calibrated(600, 4, rng)
     probs = softmax(np.log(probs) / 0.5)  # over-confident: a calibration term well above 0
     boot = BootstrapParams(resamples=5, seed=4)
-    row = score_tables([Predictions(1, "none", "test", probs, labels)], MetricParams(), boot)["scores"].iloc[0]
+    row = score_tables([PredictionSet(1, "none", "test", probs, labels)], MetricParams(), boot)["scores"].iloc[0]
     assert probs.min() > 1e-10  # log p is exact (no floor) on both sides
     log_p = np.log(probs)
     n, k = probs.shape
@@ -314,7 +314,7 @@ def test_against_probmetrics_on_confidently_wrong_logits(probmetrics):
 
     pm = probmetrics
     z, y = overconfident_logits(4000, 10, seed=3, depth=80.0)
-    p = Predictions.of_logits(100, "none", "test", z, y)
+    p = PredictionSet.of_logits(100, "none", "test", z, y)
     ours = D.terms_from_losses(refinement_losses(p, MetricParams(), seed=11))
     fold = D.stratified_folds(y, 5, 11)
 

@@ -10,7 +10,7 @@ import pytest
 
 from trustcal.measures import metrics as M
 from trustcal.measures.bootstrap import BootstrapParams, bootstrap_scores, resample_counts
-from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
 
 def predictions(n=300, k=4, seed=0):
@@ -70,7 +70,7 @@ def test_one_entry_adds_a_metric_to_scalar_metrics_the_bootstrap_and_scores_csv(
     replicates = bootstrap_scores(probs, labels, counts, MetricParams())["confidence_sq"]
     np.testing.assert_allclose(replicates, counts @ by_hand / len(labels), rtol=1e-6)  # float32 product
 
-    preds = [Predictions(1, "none", "test", probs, labels)]
+    preds = [PredictionSet(1, "none", "test", probs, labels)]
     scores = score_tables(preds, MetricParams(density_points=5, smooth_points=5), BootstrapParams(resamples=7))
     columns = list(scores["scores"].columns)
     assert columns.index("confidence_sq") == columns.index("nll_exact") - 1  # after the table's other entries

@@ -596,11 +596,11 @@ def test_side_tables_are_those_of_the_test_split_and_scores_of_every_split():
     """score_tables: the side tables (read by the figures for the test split only) come from the test
     predictions alone, the same rows as a call on those alone; scores.csv keeps a row per split; with
     no test split the side tables are those of the splits given."""
-    from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+    from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
     rng = np.random.default_rng(3)
     preds = [
-        Predictions(epoch, cal, split, rng.dirichlet(np.ones(3), 40), rng.integers(0, 3, 40))
+        PredictionSet(epoch, cal, split, rng.dirichlet(np.ones(3), 40), rng.integers(0, 3, 40))
         for epoch in (1, 2)
         for cal in ("none", "temperature")
         for split in ("test", "val")
@@ -724,13 +724,13 @@ def test_scalar_metrics_and_the_scores_csv_row_equal_hand_computed_values():
     sums of twelve numbers ≤ 1 in float64 on either side, 16·N·eps; the inputs are decimal literals on both
     sides. The Brier score is the definition on the same rows; the other columns equal their own functions on
     these predictions (tested by value in their modules)."""
-    from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+    from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
     probs = np.array([SCALAR_ROWS[i][0] for i in SCALAR_ORDER])
     labels = np.array([SCALAR_ROWS[i][1] for i in SCALAR_ORDER])
     assert len(set(SCALAR_BY_HAND.values())) == len(SCALAR_BY_HAND) - 1  # distinct, but ece = ece_10
     out = M.scalar_metrics(probs, labels)
-    row = score_tables([Predictions(1, "none", "test", probs, labels)], MetricParams())["scores"].iloc[0]
+    row = score_tables([PredictionSet(1, "none", "test", probs, labels)], MetricParams())["scores"].iloc[0]
     tol = 16 * len(labels) * float(np.finfo(float).eps)
     for name, value in SCALAR_BY_HAND.items():
         assert out[name] == pytest.approx(value, abs=tol), name

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
-from trustcal.files import read_npz, write_npz
+from trustcal.files import read_result_npz, write_npz
 from trustcal.measures import metrics
 from trustcal.measures.bootstrap import BootstrapParams, bootstrap_scores, resample_counts
 from trustcal.measures.paired import (
@@ -25,7 +25,7 @@ from trustcal.measures.paired import (
     variance_terms,
 )
 from trustcal.measures.trust import trust_opinions
-from trustcal.reporting.tables import MetricParams, Predictions, score_tables
+from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
 EPS = np.finfo(float).eps
 EPS32 = float(np.finfo(np.float32).eps)
@@ -226,7 +226,10 @@ def test_paired_arrays_are_the_scores_of_both_states_on_the_same_drawn_rows():
     probs_a, labels = _predictions()
     probs_b, _ = _predictions(temperature=2.5)  # the same logits, softened: the same samples
     boot = BootstrapParams(resamples=4, seed=9)
-    preds = [Predictions(1, "none", "test", probs_a, labels), Predictions(1, "temperature", "test", probs_b, labels)]
+    preds = [
+        PredictionSet(1, "none", "test", probs_a, labels),
+        PredictionSet(1, "temperature", "test", probs_b, labels),
+    ]
     kept: dict = {}
     score_tables(preds, MetricParams(), bootstrap=boot, kept=kept)
     arrays = paired_arrays(kept, boot)
@@ -305,7 +308,7 @@ def _tables_with_kept(epochs=(1, 2), resamples=12):
         for calibrator, t in (("none", 1.0), ("temperature", 2.0 + epoch)):
             for split in ("test", "val"):
                 probs, labels = _predictions(n=120, seed=epoch + (split == "val"), temperature=t)
-                preds.append(Predictions(epoch, calibrator, split, probs, labels))
+                preds.append(PredictionSet(epoch, calibrator, split, probs, labels))
     kept: dict = {}
     boot = BootstrapParams(resamples=resamples, seed=2)
     tables = score_tables(preds, MetricParams(), bootstrap=boot, kept=kept)
@@ -330,7 +333,7 @@ def test_paired_arrays_hold_every_test_score_and_its_replicates(tmp_path):
         )
     path = tmp_path / "paired.npz"
     write_npz(path, **arrays)
-    back = read_npz(path, PAIRED_KEYS, rule="scores")
+    back = read_result_npz(path, PAIRED_KEYS, rule="scores")
     np.testing.assert_array_equal(back["scores"], arrays["scores"])
     assert list(back["calibrators"]) == ["none", "temperature"]
     stacked = stack_seeds({3: back, 1: arrays})

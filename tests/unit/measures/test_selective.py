@@ -21,7 +21,7 @@ from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverage
 from trustcal.measures.trust import TrustParams
 from trustcal.reporting.tables import (
     COVERAGES,
-    Predictions,
+    PredictionSet,
     dynamic_trust,
     score_tables,
     selective_table,
@@ -125,8 +125,8 @@ def test_each_resample_equals_the_areas_of_its_drawn_rows(ties):
 def test_opinion_scores_are_the_opinions_of_dynamic_trust():
     probs, labels = predictions(n=300, seed=3)
     val_probs, val_labels = predictions(n=200, seed=4)
-    test = Predictions(1, "none", "test", probs, labels)
-    fit = Predictions(1, "none", "val", val_probs, val_labels)
+    test = PredictionSet(1, "none", "test", probs, labels)
+    fit = PredictionSet(1, "none", "val", val_probs, val_labels)
     params = TrustParams(base_rate=0.3)
     op = dynamic_trust(fit, test, params)
     scores = opinion_scores(op["confidence"], op["belief"], op["uncertainty"], params.base_rate)
@@ -142,13 +142,13 @@ def test_selective_table_pairs_the_differences_and_agrees_with_scores_csv():
     probs, labels = predictions(n=500, seed=6)
     val_probs, val_labels = predictions(n=300, seed=7)
     preds = [
-        Predictions(e, c, s, p ** (1 + e / 3), y)
+        PredictionSet(e, c, s, p ** (1 + e / 3), y)
         for e in (1, 2)
         for c in ("none", "temperature")
         for s, p, y in (("test", probs, labels), ("val", val_probs, val_labels))
     ]
     preds = [
-        Predictions(p.epoch, p.calibrator, p.split, p.probs / p.probs.sum(1, keepdims=True), p.labels) for p in preds
+        PredictionSet(p.epoch, p.calibrator, p.split, p.probs / p.probs.sum(1, keepdims=True), p.labels) for p in preds
     ]
     boot = BootstrapParams(resamples=40, seed=3)
     params = TrustParams()
@@ -185,7 +185,7 @@ def test_selective_table_pairs_the_differences_and_agrees_with_scores_csv():
 
 def test_without_resamples_the_table_has_no_interval():
     probs, labels = predictions(n=100, seed=8)
-    table = selective_table([Predictions(3, "none", "test", probs, labels)], TrustParams())
+    table = selective_table([PredictionSet(3, "none", "test", probs, labels)], TrustParams())
     assert not [c for c in table.columns if c.endswith(("_lo", "_hi"))]
     assert list(table["score"]) == list(SCORES) and (table["epoch"] == 3).all()
 

@@ -20,14 +20,14 @@ from trustcal.registry import CIFAR10_CLASSES
 from trustcal.reporting import figures
 from trustcal.reporting.figures import registry
 from trustcal.reporting.figures.style import MANY_LABELS
-from trustcal.reporting.tables import MetricParams, Predictions, SweepParams, score_tables, trust_tables
+from trustcal.reporting.tables import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 
 EPOCHS = 5
 BOOTSTRAP = BootstrapParams(resamples=50)
 N, K = 150, 10
 
 
-def predictions(seed: int, epochs: int = EPOCHS) -> list[Predictions]:
+def predictions(seed: int, epochs: int = EPOCHS) -> list[PredictionSet]:
     """Logits that grow sharper with the epochs (an increasingly overconfident model)."""
     rng = np.random.default_rng(seed)
     out = []
@@ -40,7 +40,7 @@ def predictions(seed: int, epochs: int = EPOCHS) -> list[Predictions]:
             for calibrator, t in (("none", 1.0), ("temperature", 1.0 + 0.4 * epoch), ("vector", 1.2 + 0.3 * epoch)):
                 z = logits / t
                 p = np.exp(z - z.max(axis=1, keepdims=True))
-                out.append(Predictions(epoch, calibrator, split, p / p.sum(axis=1, keepdims=True), labels))
+                out.append(PredictionSet(epoch, calibrator, split, p / p.sum(axis=1, keepdims=True), labels))
     return out
 
 
@@ -588,7 +588,7 @@ def test_trust_grid_of_many_labels_keeps_the_paper_layout():
     for epoch in (1, 2, 3):
         logits = 3 * np.eye(k)[labels] + rng.normal(size=(300, k))
         p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-        rows.append(Predictions(epoch, "none", "test", p, labels))
+        rows.append(PredictionSet(epoch, "none", "test", p, labels))
     trust = trust_tables(rows, TrustParams())["trust"]
     fig = figures.draw("trust_grid", {"trust": trust}, "m", [])
     assert len(fig.axes) == 3 + 1  # one row of panels, and the colour bar naming the shades
@@ -703,7 +703,7 @@ def test_a_three_class_run_draws_three_label_rows_named_by_its_classes(classes):
         z = (1.0 + epoch) * (np.eye(k)[labels] + 0.8 * rng.normal(size=(60, k)))
         p = np.exp(z - z.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
-        rows += [Predictions(epoch, c, s, p, labels) for c in ("none", "temperature") for s in ("test", "val")]
+        rows += [PredictionSet(epoch, c, s, p, labels) for c in ("none", "temperature") for s in ("test", "val")]
     trust = trust_tables(rows, TrustParams())["trust"]
     fig = figures.draw("trust_grid", {"trust": trust}, "m", [], classes=classes)
     assert len(fig.axes) == 3 * k

@@ -10,7 +10,7 @@ from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TRUST_COLUMNS, TrustParams
 from trustcal.reporting.tables import (
     MetricParams,
-    Predictions,
+    PredictionSet,
     SweepParams,
     dynamic_trust_table,
     score_tables,
@@ -18,8 +18,10 @@ from trustcal.reporting.tables import (
 )
 
 EPS = float(np.finfo(float).eps)
-VAL = Predictions(3, "none", "val", np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]), np.array([0, 1, 1, 1]))
-TEST = Predictions(3, "none", "test", np.array([[0.7, 0.3], [0.2, 0.8], [0.6, 0.4]]), np.array([0, 0, 0]))
+VAL = PredictionSet(
+    3, "none", "val", np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]), np.array([0, 1, 1, 1])
+)
+TEST = PredictionSet(3, "none", "test", np.array([[0.7, 0.3], [0.2, 0.8], [0.6, 0.4]]), np.array([0, 0, 0]))
 
 
 def test_dynamic_trust_is_the_validation_clusters_opinion_of_each_test_prediction():
@@ -73,7 +75,7 @@ def test_the_trust_stage_writes_its_tables_with_the_interval_columns_beside_the_
 def test_the_side_tables_are_numbered_from_zero():
     """The side tables of several predictions are concatenated into one table numbered 0 … n − 1, as their
     CSV files are read back."""
-    preds = [Predictions(e, "none", "test", TEST.probs, TEST.labels) for e in (1, 2)]
+    preds = [PredictionSet(e, "none", "test", TEST.probs, TEST.labels) for e in (1, 2)]
     tables = score_tables(preds, MetricParams(density_points=5, smooth_points=5))
     for name in ("trust_spectrum", "reliability", "trust_density", "smooth_reliability"):
         assert tables[name].index.equals(pd.RangeIndex(len(tables[name]))), name

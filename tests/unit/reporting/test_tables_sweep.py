@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trustcal.measures.trust import TrustParams
-from trustcal.reporting.tables import Predictions, SweepParams, trust_sweep_table, trust_tables
+from trustcal.reporting.tables import PredictionSet, SweepParams, trust_sweep_table, trust_tables
 
 EPS = float(np.finfo(float).eps)
 
@@ -76,7 +76,7 @@ def algorithm_1(rows, m: int, representative: str, weight=2, alpha=1, beta=1) ->
 
 def _predictions(rows, epoch, calibrator, split="test"):
     probs = np.array([[float(p) for p in probs] for probs, _ in rows])
-    return Predictions(epoch, calibrator, split, probs, np.array([label for _, label in rows]))
+    return PredictionSet(epoch, calibrator, split, probs, np.array([label for _, label in rows]))
 
 
 def test_m_1_by_hand():

@@ -12,7 +12,7 @@ from trustcal.calibration.table import CALIBRATION_COLUMNS, calibration_row
 from trustcal.files import PAPER_CALIBRATOR, RAW
 from trustcal.numerics import floored_log
 from trustcal.predictions import InputWarning, Loaded, PredictionError, SeriesError, Warn
-from trustcal.reporting.tables import Predictions
+from trustcal.reporting.tables import PredictionSet
 from trustcal.settings import CalibrationSettings
 
 
@@ -41,16 +41,16 @@ def calibrator_warnings(cal, path: Path, t_min: float, t_max: float) -> list[Inp
     ]
 
 
-def _observed(epoch: int, state: str, split: str, probs, logits, labels) -> Predictions:
+def _observed(epoch: int, state: str, split: str, probs, logits, labels) -> PredictionSet:
     """A file's own predictions: from its logits when it holds logits (exact log-probabilities), else its
     probabilities (whose NLL floors them, docs/method.md §2.12)."""
     if logits is not None and np.shape(logits) == np.shape(probs):
-        return Predictions.of_logits(epoch, state, split, logits, labels)
-    return Predictions(epoch, state, split, probs, labels)
+        return PredictionSet.of_logits(epoch, state, split, logits, labels)
+    return PredictionSet(epoch, state, split, probs, labels)
 
 
 def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: CalibrationSettings = CalibrationSettings()):
-    """The :class:`Predictions` of every file, plus calibration.csv rows where calibrators were fitted
+    """The :class:`PredictionSet` of every file, plus calibration.csv rows where calibrators were fitted
     (on a file's validation predictions; a file named as calibrated counts as the paper's
     after-calibration state, calibrator ``temperature``, and is used as it is).
 
@@ -65,7 +65,7 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: Calibratio
     preds, rows, source = [], [], {}
     unfitted: dict[int, Path] = {}  # epoch → a file of that epoch without validation predictions
 
-    def add(p: Predictions, path: Path) -> None:
+    def add(p: PredictionSet, path: Path) -> None:
         key = (p.epoch, p.calibrator, p.split)
         if key in source:
             state = "before" if p.calibrator == RAW else f"after calibration ({p.calibrator})"
@@ -104,8 +104,8 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: Calibratio
             for w in calibrator_warnings(cal, f.path, t_min, t_max):
                 warn(w)
             rows.append(row)
-            add(Predictions.of_calibrator(f.epoch, method, "test", cal, logits, item.labels), f.path)
-            add(Predictions.of_calibrator(f.epoch, method, "val", cal, val_logits, item.val_labels), f.path)
+            add(PredictionSet.of_calibrator(f.epoch, method, "test", cal, logits, item.labels), f.path)
+            add(PredictionSet.of_calibrator(f.epoch, method, "val", cal, val_logits, item.val_labels), f.path)
     if requested:
         _check_calibrators_fitted(calibrators, unfitted, {(p.epoch, p.calibrator) for p in preds}, warn)
     table = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS)) if rows else None

@@ -14,7 +14,7 @@ from trustcal.assessment.fit import predictions_of
 from trustcal.assessment.result import Assessment, Progress, no_progress
 from trustcal.calibration.table import WORSE_ON_TEST, worse_on_test, worse_on_test_sentence
 from trustcal.predictions import InputWarning, Loaded
-from trustcal.reporting.tables import Predictions, score_tables, trust_sweep_table, trust_tables
+from trustcal.reporting.tables import PredictionSet, score_tables, trust_sweep_table, trust_tables
 from trustcal.settings import Settings
 
 
@@ -105,14 +105,14 @@ def _worse_on_test(scores: pd.DataFrame, calibration: pd.DataFrame, loaded: Sequ
 
 
 def assessment_tables(
-    preds: Sequence[Predictions], settings: Settings = Settings(), progress: Progress = no_progress
+    preds: Sequence[PredictionSet], settings: Settings = Settings(), progress: Progress = no_progress
 ) -> dict[str, pd.DataFrame]:
     """:func:`~trustcal.reporting.tables.trust_tables` and :func:`~trustcal.reporting.tables.score_tables`
     of ``preds``, computed one epoch at a time so that ``progress`` can follow a long series; the same
     tables, rows in the same order (``preds`` come epoch by epoch), as one call on every epoch.
     ``trust_sweep`` picks its epochs from the whole series, so it is computed on all of them at once."""
     trust, sweep, bootstrap = settings.trust, settings.sweep, settings.bootstrap
-    by_epoch: dict[int, list[Predictions]] = {}
+    by_epoch: dict[int, list[PredictionSet]] = {}
     for p in preds:
         by_epoch.setdefault(p.epoch, []).append(p)
     parts, trust_names = [], []

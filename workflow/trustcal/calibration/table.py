@@ -78,7 +78,7 @@ def save_states(states: dict[int, Calibrator]) -> dict[str, np.ndarray]:
     """The arrays of ``calibration/{method}.npz``: each epoch's state under ``epochNNN/<name>``.
 
     The stage writes them with :func:`trustcal.files.write_npz` (sealed with a content digest) and
-    reads them back with :func:`trustcal.files.read_npz` (checked against it) before :func:`load_states`.
+    reads them back with :func:`trustcal.files.read_result_npz` (checked against it) before :func:`load_states`.
     """
     arrays = {}
     for epoch, cal in states.items():

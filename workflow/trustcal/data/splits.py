@@ -11,7 +11,7 @@ import numpy as np
 
 from trustcal import registry
 from trustcal.errors import TrustcalError
-from trustcal.files import read_npz, write_npz
+from trustcal.files import read_result_npz, write_npz
 from trustcal.registry import DatasetSpec
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def prepare(
 
 
 def load_prepared(path: str | Path) -> dict[str, np.ndarray]:
-    return read_npz(path, PREPARED_KEYS, rule="prepare")
+    return read_result_npz(path, PREPARED_KEYS, rule="prepare")
 
 
 def prepared_classes(path: str | Path) -> tuple[str, ...]:

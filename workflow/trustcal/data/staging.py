@@ -1,7 +1,7 @@
 """Datasets: stage the registered ones in torchvision's layout, read them and a user's own, as arrays.
 
 Each dataset is a :class:`~trustcal.registry.DatasetSpec` (or the name of a registered one) and its
-``kind`` says how its files are laid out and read (:data:`trustcal.registry.KINDS`):
+``kind`` says how its files are laid out and read (:data:`trustcal.registry.DATASET_KINDS`):
 
 * ``idx`` (MNIST, Fashion-MNIST, KMNIST): four IDX files, or their ``.gz`` archives, in
   ``<data_dir>/<Class>/raw/`` (``MNIST/raw/``, ``FashionMNIST/raw/``, ``KMNIST/raw/``).
@@ -52,8 +52,10 @@ def as_dataset_spec(dataset: DatasetSpec | str) -> DatasetSpec:
     """``dataset`` itself (a run's dataset: :func:`trustcal.registry.dataset_spec`), or the registered dataset
     of that name: what every function here accepts."""
     if isinstance(dataset, DatasetSpec):
-        if dataset.kind not in registry.KINDS:
-            raise TrustcalError(f"{dataset.name}: unknown kind {dataset.kind!r}; allowed: {', '.join(registry.KINDS)}")
+        if dataset.kind not in registry.DATASET_KINDS:
+            raise TrustcalError(
+                f"{dataset.name}: unknown kind {dataset.kind!r}; allowed: {', '.join(registry.DATASET_KINDS)}"
+            )
         if dataset.kind in registry.USER_KINDS and not dataset.path:
             raise TrustcalError(f"{dataset.name}: a dataset of kind {dataset.kind} needs path: (where it is read from)")
         if dataset.kind not in registry.USER_KINDS and not hasattr(tvd, dataset.torchvision or ""):

@@ -33,7 +33,7 @@ def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
         seal_zip(tmp)
 
 
-def read_npz(path: str | os.PathLike, keys: tuple[str, ...] | None, rule: str) -> dict[str, np.ndarray]:
+def read_result_npz(path: str | os.PathLike, keys: tuple[str, ...] | None, rule: str) -> dict[str, np.ndarray]:
     """Load ``keys`` (None: every array) from an ``.npz`` file, checked against its content digest
     (:func:`verify_zip`), turning corruption into a clear error.
 
@@ -60,7 +60,7 @@ def read_npz(path: str | os.PathLike, keys: tuple[str, ...] | None, rule: str) -
         raise TrustcalError(f"{path}: unreadable or truncated ({exc}); {hint}.", rerun=rule) from None
 
 
-def read_csv(path: str | os.PathLike, columns: tuple[str, ...], rule: str) -> pd.DataFrame:
+def read_result_csv(path: str | os.PathLike, columns: tuple[str, ...], rule: str) -> pd.DataFrame:
     """Read a CSV written by ``rule`` and check it has ``columns``."""
     path = Path(path)
     hint = f"delete it and rerun rule '{rule}'"
@@ -102,7 +102,7 @@ def read_seeds(paths: Iterable[str | os.PathLike], columns: tuple[str, ...], rul
     frames = []
     for path in paths:
         seed = path_seed(path)
-        frames.append(read_csv(path, columns, rule=rule).assign(seed=0 if seed is None else seed))
+        frames.append(read_result_csv(path, columns, rule=rule).assign(seed=0 if seed is None else seed))
     if not frames:
         raise TrustcalError(f"no {rule} table given")
     return pd.concat(frames, ignore_index=True)

@@ -16,7 +16,7 @@ from trustcal.predictions.errors import (
 FORMATS = ("auto", "csv", "npz", "npy", "parquet", "feather")
 PARQUET_EXTRA = "pip install 'trustcal[parquet]'"
 ARROW_SUFFIXES = ((".parquet", "parquet"), (".pq", "parquet"), (".feather", "feather"), (".arrow", "feather"))
-KINDS = ("auto", "probs", "logits")
+PREDICTION_KINDS = ("auto", "probs", "logits")
 # Matched against the file name without its extensions (``bef_10.csv.gz`` → ``bef_10``):
 # the last number is the epoch; a word before/after/bef/aft/uncalibrated/calibrated
 # anywhere in the name is the state (no word: before calibration).
@@ -53,9 +53,9 @@ class ReadOptions:
             raise PredictionError(
                 f"format={self.format!r} is unknown; expected one of {', '.join(FORMATS)}", options=("format",)
             )
-        if self.kind not in KINDS:
+        if self.kind not in PREDICTION_KINDS:
             raise PredictionError(
-                f"kind={self.kind!r} is unknown; expected one of {', '.join(KINDS)}", options=("kind",)
+                f"kind={self.kind!r} is unknown; expected one of {', '.join(PREDICTION_KINDS)}", options=("kind",)
             )
         if not (self.sum_tolerance > 0 and math.isfinite(self.sum_tolerance)):
             raise PredictionError(

@@ -1,6 +1,6 @@
 """Tidy result tables from predicted probabilities, shared by the workflow and the CLI.
 
-Input is a sequence of :class:`Predictions` — one (epoch, calibrator, split)
+Input is a sequence of :class:`PredictionSet` — one (epoch, calibrator, split)
 each — whatever produced them (our logits, or someone's prediction files).
 Output is one long table per result, one row per (epoch, calibrator, …), so
 seaborn plots them directly and seeds stack by concatenation. ``calibrator`` is
@@ -64,7 +64,7 @@ __all__ = [
     "PAPER_CALIBRATOR",
     "RAW",
     "MetricParams",
-    "Predictions",
+    "PredictionSet",
     "SweepParams",
     "score_tables",
     "trust_tables",
@@ -74,7 +74,9 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Predictions:
+class PredictionSet:
+    """One set of predictions: an epoch's raw model (calibrator ``none``) or calibrator on one split."""
+
     epoch: int
     calibrator: str  # "none" for the raw model
     split: str  # "test" or "val"
@@ -85,13 +87,13 @@ class Predictions:
     log_probs: np.ndarray | None = None
 
     @classmethod
-    def of_logits(cls, epoch: int, calibrator: str, split: str, logits, labels) -> Predictions:
+    def of_logits(cls, epoch: int, calibrator: str, split: str, logits, labels) -> PredictionSet:
         """softmax(``logits``), with its exact log-probabilities."""
         log_probs = log_softmax(logits)
         return cls(epoch, calibrator, split, np.exp(log_probs), labels, log_probs)
 
     @classmethod
-    def of_calibrator(cls, epoch: int, calibrator: str, split: str, cal, logits, labels) -> Predictions:
+    def of_calibrator(cls, epoch: int, calibrator: str, split: str, cal, logits, labels) -> PredictionSet:
         """The predictions of a fitted calibrator ``cal`` (named ``calibrator``) on ``logits``."""
         probs, log_probs = cal.predict(logits)
         return cls(epoch, calibrator, split, probs, labels, log_probs)
@@ -186,18 +188,18 @@ class SweepParams:
         check_fields(self)
 
 
-def _keys(p: Predictions, **extra) -> dict:
+def _keys(p: PredictionSet, **extra) -> dict:
     return dict(epoch=p.epoch, calibrator=p.calibrator, split=p.split, **extra)
 
 
-def _prepend(df: pd.DataFrame, p: Predictions, with_split: bool = True) -> pd.DataFrame:
+def _prepend(df: pd.DataFrame, p: PredictionSet, with_split: bool = True) -> pd.DataFrame:
     keys = _keys(p) if with_split else dict(epoch=p.epoch, calibrator=p.calibrator)
     for i, (k, v) in enumerate(keys.items()):
         df.insert(i, k, v)
     return df
 
 
-def _by_split(preds: Iterable[Predictions], split: str) -> list[Predictions]:
+def _by_split(preds: Iterable[PredictionSet], split: str) -> list[PredictionSet]:
     return [p for p in preds if p.split == split]
 
 
@@ -207,7 +209,7 @@ def _by_split(preds: Iterable[Predictions], split: str) -> list[Predictions]:
 OPINION = ("belief", "disbelief", "uncertainty")
 
 
-def _counts(preds: Sequence[Predictions], bootstrap: BootstrapParams | None) -> np.ndarray | None:
+def _counts(preds: Sequence[PredictionSet], bootstrap: BootstrapParams | None) -> np.ndarray | None:
     """The resample counts of the test set (the same for every epoch and calibrator), or None."""
     tests = _by_split(preds, "test")
     return _resample_counts(len(tests[0].labels), bootstrap) if bootstrap is not None and tests else None
@@ -230,7 +232,7 @@ def _interval_columns(replicates: dict[str, np.ndarray], level: float) -> dict[s
 
 
 def trust_table(
-    preds: Sequence[Predictions], params: TrustParams, bootstrap: BootstrapParams | None = None
+    preds: Sequence[PredictionSet], params: TrustParams, bootstrap: BootstrapParams | None = None
 ) -> pd.DataFrame:
     """docs/method.md §3 on the test predictions: K class opinions + the network opinion per
     (epoch, calibrator); with ``bootstrap`` (cumulative fusion), a percentile interval for each of
@@ -249,7 +251,7 @@ def trust_table(
     return table[list(TRUST_COLUMNS) + [c for c in intervals if c in table.columns]]
 
 
-def dynamic_trust(fit: Predictions, new: Predictions, params: TrustParams) -> pd.DataFrame:
+def dynamic_trust(fit: PredictionSet, new: PredictionSet, params: TrustParams) -> pd.DataFrame:
     """Per-prediction opinions (docs/method.md §3.6) of ``new``, from the cluster opinions of ``fit``.
 
     A prediction with predicted class k and probability p gets the opinion of
@@ -274,8 +276,8 @@ def dynamic_trust(fit: Predictions, new: Predictions, params: TrustParams) -> pd
 
 
 def per_prediction_opinions(
-    preds: Sequence[Predictions], params: TrustParams
-) -> list[tuple[Predictions, Predictions, pd.DataFrame]]:
+    preds: Sequence[PredictionSet], params: TrustParams
+) -> list[tuple[PredictionSet, PredictionSet, pd.DataFrame]]:
     """(test predictions, the predictions their cluster opinions are learned on, :func:`dynamic_trust`) of
     every (epoch, calibrator) of the test split: learned on the validation predictions of the same
     (epoch, calibrator) when present, otherwise on the test predictions themselves. Computed once for
@@ -289,7 +291,7 @@ def per_prediction_opinions(
 
 
 def dynamic_trust_table(
-    preds: Sequence[Predictions], params: TrustParams, opinions: list | None = None
+    preds: Sequence[PredictionSet], params: TrustParams, opinions: list | None = None
 ) -> pd.DataFrame:
     """Mean per-prediction opinion on the test set, for correct and incorrect predictions.
 
@@ -323,7 +325,7 @@ def sweep_epochs(available: Iterable[int], wanted: Iterable[int]) -> list[int]:
     return sorted({e for e in wanted if e in available} | {available[-1]}) if available else []
 
 
-def trust_sweep_table(preds: Sequence[Predictions], params: TrustParams, sweep: SweepParams) -> pd.DataFrame:
+def trust_sweep_table(preds: Sequence[PredictionSet], params: TrustParams, sweep: SweepParams) -> pd.DataFrame:
     """Network and mean class opinion against the number of clusters M and the representative."""
     tests = _by_split(preds, "test")
     chosen = set(sweep_epochs([p.epoch for p in tests], sweep.epochs))
@@ -358,7 +360,7 @@ COVERAGES = tuple(range(5, 101, 5))
 
 
 def selective_table(
-    preds: Sequence[Predictions],
+    preds: Sequence[PredictionSet],
     params: TrustParams,
     bootstrap: BootstrapParams | None = None,
     opinions: list | None = None,
@@ -404,7 +406,7 @@ def selective_table(
 
 
 def trust_tables(
-    preds: Sequence[Predictions],
+    preds: Sequence[PredictionSet],
     params: TrustParams,
     sweep: SweepParams | None = None,
     bootstrap: BootstrapParams | None = None,
@@ -424,7 +426,7 @@ def trust_tables(
 # --------------------------------------------------------------------------- scores
 
 
-def refinement_losses(p: Predictions, mp: MetricParams, seed: int) -> dict[str, np.ndarray] | None:
+def refinement_losses(p: PredictionSet, mp: MetricParams, seed: int) -> dict[str, np.ndarray] | None:
     """Per-sample losses of ``p`` and of its cross-fitted recalibration (docs/method.md §13.2), the split of
     scores.csv (None: fewer samples than folds): :func:`trustcal.measures.decomposition.loss_terms` of
     :func:`~trustcal.measures.decomposition.cross_fitted` with ``mp.refinement_folds`` folds drawn with ``seed``
@@ -475,7 +477,7 @@ def score_columns(mp: MetricParams, bootstrapped: Iterable[str] = ()) -> list[st
 
 
 def _score_row(
-    p: Predictions,
+    p: PredictionSet,
     top: TopLabel,
     mp: MetricParams,
     counts: np.ndarray | None,
@@ -498,7 +500,7 @@ def _score_row(
 
 
 def _side_tables(
-    p: Predictions, top: TopLabel, mp: MetricParams, counts: np.ndarray | None, level: float
+    p: PredictionSet, top: TopLabel, mp: MetricParams, counts: np.ndarray | None, level: float
 ) -> dict[str, pd.DataFrame]:
     """The side tables' rows of ``p`` (``top`` its top label; ``counts``: the resamples of the smooth
     reliability diagram's band at ``level``, or None)."""
@@ -522,7 +524,7 @@ SIDE_TABLES = ("trust_spectrum", "reliability", "trust_density", "smooth_reliabi
 
 
 def score_tables(
-    preds: Sequence[Predictions],
+    preds: Sequence[PredictionSet],
     mp: MetricParams = MetricParams(),
     bootstrap: BootstrapParams | None = None,
     kept: dict | None = None,

@@ -30,7 +30,7 @@ from trustcal.study.provenance import config_files, data_sources, provenance, ru
 from trustcal.study.report import Beyond, Costs, DatasetSection, Report, plain
 from trustcal.training.history import best_epoch
 
-FIGURES = ("trust_grid", "loss_curves", "calibration_metrics", "reliability", "network_opinion")
+STUDY_FIGURES = ("trust_grid", "loss_curves", "calibration_metrics", "reliability", "network_opinion")
 CALIBRATOR_FIGURES = ("calibrator_trust", "calibrator_metrics", "calibrator_reliability")
 OPTIMIZERS = {"sgd": "SGD", "adam": "Adam"}
 GZIP = {"method": "gzip", "mtime": 0}  # no time stamp in the header (the file name is): a table gives the same bytes
@@ -103,7 +103,7 @@ def dataset_section(
 ) -> DatasetSection:
     """The section of the run ``ds``: its tables written to ``out/{ds}_{table}.csv.gz``, its figures copied,
     its metrics, its calibrators and its answers (``name``: how the report names it)."""
-    tables = {t: tb.read_table(results, ds, seeds, t) for t in tb.TABLES}
+    tables = {t: tb.read_table(results, ds, seeds, t) for t in tb.STUDY_TABLES}
     for t, df in tables.items():
         df.to_csv(out / f"{ds}_{t}.csv.gz", index=False, float_format="%.6g", compression=GZIP)
     per_seed = tb.load_paired(results, ds, seeds)
@@ -116,7 +116,7 @@ def dataset_section(
         seeds=list(seeds),
         epochs=int(tables["history"]["epoch"].max()),
         metrics=tb.metrics(tables["scores"], tables["calibration"], tables["history"]),
-        figures=_copy_figures(results, ds, FIGURES, out),
+        figures=_copy_figures(results, ds, STUDY_FIGURES, out),
         paper_figures={"trust_grid": f"Fig. {paper.trust}", "loss_curves": f"Fig. 3{paper.panel}"} if paper else {},
     )
     scores = tables["scores"]

@@ -106,7 +106,7 @@ class DatasetSection:
     seeds: list[int]
     epochs: int
     metrics: list[MetricsRow]
-    figures: list[str]  # figures copied (trustcal.study.build.FIGURES)
+    figures: list[str]  # figures copied (trustcal.study.build.STUDY_FIGURES)
     paper_figures: dict[str, str] = field(default_factory=dict)  # figure → the paper's figure it redraws
     calibrators: Calibrators | None = None
     answers: list[str] = field(default_factory=list)  # docs/method.md §13's questions answered

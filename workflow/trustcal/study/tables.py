@@ -12,13 +12,13 @@ import pandas as pd
 
 from trustcal.calibration import METHODS
 from trustcal.errors import TrustcalError
-from trustcal.files import paper_states, read_npz, read_seeds, temperature_rows
+from trustcal.files import paper_states, read_result_npz, read_seeds, temperature_rows
 from trustcal.measures.paired import PAIRED_KEYS, paired_interval, stack_seeds
 from trustcal.study.names import order
 from trustcal.study.report import CalibratorRow, Calibrators, Interval, MetricsRow, PairedCell, PairedRow
 from trustcal.training.history import best_epoch
 
-TABLES = {  # table → columns kept in results/study/ (the figures' and the summary's inputs)
+STUDY_TABLES = {  # table → columns kept in results/study/ (the figures' and the summary's inputs)
     "history": ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"),
     "calibration": ("epoch", "calibrator", "temperature", "val_nll_before", "val_nll_after", "at_bound"),
     "trust": (
@@ -69,9 +69,9 @@ def finished_runs(results: Path) -> dict[str, list[int]]:
 
 
 def read_table(results: Path, ds: str, seeds, name: str) -> pd.DataFrame:
-    """The seeds' ``{name}.csv`` of run ``ds`` as one frame: ``seed`` and the columns of :data:`TABLES` it has."""
-    df = read_seeds([results / ds / f"seed{s}" / f"{name}.csv" for s in seeds], TABLES[name][:1], rule=name)
-    return df[["seed", *[c for c in TABLES[name] if c in df.columns]]]
+    """The seeds' ``{name}.csv`` of run ``ds`` as one frame: ``seed`` and the columns of :data:`STUDY_TABLES` it has."""
+    df = read_seeds([results / ds / f"seed{s}" / f"{name}.csv" for s in seeds], STUDY_TABLES[name][:1], rule=name)
+    return df[["seed", *[c for c in STUDY_TABLES[name] if c in df.columns]]]
 
 
 def _best(history: pd.DataFrame) -> dict[int, int]:
@@ -178,7 +178,7 @@ def load_paired(results: Path, ds: str, seeds) -> dict[int, dict[str, np.ndarray
             f"{missing[0]}: file not found while other seeds have one; rerun rule 'scores'",
             rerun="scores",
         )
-    arrays = {s: read_npz(p, PAIRED_KEYS, rule="scores") for s, p in paths.items()}
+    arrays = {s: read_result_npz(p, PAIRED_KEYS, rule="scores") for s, p in paths.items()}
     drawn = {s: (int(a["resamples"]), int(a["seed"])) for s, a in arrays.items()}
     if len(set(drawn.values())) > 1:
         raise TrustcalError(

@@ -44,8 +44,8 @@ ten class opinions (not the network opinion).
 """
 
 from trustcal.reporting.verdict.claimfile import (
+    CLAIM_KINDS,
     CONDITIONS,
-    KINDS,
     MASS_TOLERANCE,
     MEASURES,
     PAPER_CLAIMS_FILE,
@@ -142,7 +142,7 @@ __all__ = [
     "ClaimsFileError",
     "PAPER_CLAIMS_FILE",
     "MEASURES",
-    "KINDS",
+    "CLAIM_KINDS",
     "CONDITIONS",
     "ABSTRACT_IMPROVED",
     "AFTER",

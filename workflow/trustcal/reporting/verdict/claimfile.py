@@ -24,7 +24,7 @@ from trustcal.reporting.verdict import runs as _runs
 from trustcal.reporting.verdict.runs import AFTER, BEFORE, COMPONENTS, Run
 
 MASS_TOLERANCE = 0.05  # opinion masses read off the paper's figures
-KINDS = ("near", "at_most", "at_least")
+CLAIM_KINDS = ("near", "at_most", "at_least")
 PAPER_CLAIMS_FILE = Path(__file__).with_name("paper_claims.yaml")
 
 
@@ -209,8 +209,8 @@ def claim_from_dict(entry: dict, where: str = "claims file") -> Claim:
     if not isinstance(cid, str):
         fail("id", f"{cid!r}: give a name (letters, digits, _)")
     kind = entry["kind"]
-    if kind not in KINDS:
-        fail("kind", f"{kind!r}: use {', '.join(KINDS)}")
+    if kind not in CLAIM_KINDS:
+        fail("kind", f"{kind!r}: use {', '.join(CLAIM_KINDS)}")
     measure, described, uses_history = _measure(entry["measure"], fail)
     target = entry.get("target")
     if target is None:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.errors import TrustcalError
-from trustcal.files import paper_states, read_csv, read_npz, run_key
+from trustcal.files import paper_states, read_result_csv, read_result_npz, run_key
 from trustcal.measures.trust import TRUST_COLUMNS
 from trustcal.training.history import best_epoch
 
@@ -218,8 +218,8 @@ def load_runs(trust_paths: Iterable, history_paths: Iterable, bootstrap_paths: I
         raise TrustcalError(f"trust and history tables are for different runs: {sorted(set(trust) ^ set(history))}")
     runs: dict[str, dict[int, Run]] = {}
     for key in sorted(trust):
-        t = read_csv(trust[key], TRUST_COLUMNS, rule="trust")
-        h = read_csv(history[key], ("epoch", "train_loss", "val_loss"), rule="train")
-        reps = read_npz(boot[key], ("epochs", *COMPONENTS), rule="trust_bootstrap") if key in boot else None
+        t = read_result_csv(trust[key], TRUST_COLUMNS, rule="trust")
+        h = read_result_csv(history[key], ("epoch", "train_loss", "val_loss"), rule="train")
+        reps = read_result_npz(boot[key], ("epochs", *COMPONENTS), rule="trust_bootstrap") if key in boot else None
         runs.setdefault(key[0], {})[key[1]] = run_from_tables(t, h, reps)
     return runs
