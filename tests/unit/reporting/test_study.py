@@ -276,8 +276,9 @@ def test_the_readme_block_states_the_inputs_facts():
     assert beyond == (
         "**Beyond the paper.** Do the paper's findings hold on CIFAR-10 (ResNet-20)? In part: on CIFAR-10 with "
         "ResNet-20 and SGD, 30 epochs, 3 seeds (0, 1, 2), of the 4 general claims (the paper's statements about "
-        "training and calibration in general) 1 held, 2 did not and 1 was inconclusive. Not held: Before "
-        "calibration, trust decreases (`trust_falls_before`) and Disbelief rises before calibration (`disbelief_rises`)."
+        "training and calibration in general) 1 held, 2 did not and 1 was inconclusive. Held: `trust_higher_after` "
+        "(trust is higher after calibration). Not held: `trust_falls_before` (before calibration, trust decreases) "
+        "and `disbelief_rises` (disbelief rises before calibration)."
     )
     assert "the runs beyond the paper" in block
 
@@ -291,7 +292,8 @@ def test_beyond_answer_follows_the_verdicts():
     text = fd.beyond_answer("X", "x", 2, [0], rows)
     assert (
         "? No: " in text
-        and "0 held, 1 did not and 0 were inconclusive (1 could not be judged). Not held: A (`a`)." in text
+        and "0 held, 1 did not and 0 were inconclusive (1 could not be judged). Not held: `a` (A)." in text
+        and "Held:" not in text
     )
 
 
@@ -418,3 +420,21 @@ def test_number_formats():
         "a, b and c",
         "",
     )
+
+
+@pytest.mark.parametrize(
+    ("wall_s", "train_s", "expected"),
+    [
+        (
+            5400.0,
+            3600.0,
+            "training (the epochs' own seconds in every seed's history.csv) 1 h 00 min, so the whole study took 1.50 × its training time",
+        ),
+        (3600.0, 7200.0, "2 h 00 min, more than that wall time: seeds trained side by side"),
+    ],
+)
+def test_the_run_paragraph_gives_a_ratio_only_where_the_wall_time_covers_the_training(wall_s, train_s, expected):
+    p = Provenance(".venv/bin/snakemake --cores 2", "abc1234", ["config.yaml"], "a machine", wall_s, train_s, 10, [])
+    text = rd.run_paragraph(p, 1)
+    assert expected in text
+    assert ("×" in text) == (wall_s >= train_s)

@@ -226,6 +226,12 @@ def general_counts(rows: Sequence[Mapping]) -> dict[str, int]:
     return out
 
 
+def _lower_first(sentence: str) -> str:
+    """``sentence`` inside another: its first letter in lower case, unless its first word is an acronym (MNIST)."""
+    first = sentence.split(" ", 1)[0]
+    return sentence if first.isupper() else sentence[:1].lower() + sentence[1:]
+
+
 def beyond_answer(title: str, setup: str, epochs: int, seeds: Sequence[int], rows: Sequence[Mapping]) -> str:
     """The README's answer to "do the paper's findings hold on ``title``?" from the general claims judged there."""
     n = general_counts(rows)
@@ -244,6 +250,12 @@ def beyond_answer(title: str, setup: str, epochs: int, seeds: Sequence[int], row
     if n.get("not comparable"):
         text += f" ({n['not comparable']} could not be judged)"
     text += "."
+
+    def named(verdict: str) -> str:
+        return listing([f"`{r['claim_id']}` ({_lower_first(r['claim'])})" for r in rows if r["verdict"] == verdict])
+
+    if held and held < judged:
+        text += f" Held: {named(REPRODUCED)}."
     if failed:
-        text += " Not held: " + listing([f"{r['claim']} (`{r['claim_id']}`)" for r in failed]) + "."
+        text += f" Not held: {named(NOT_REPRODUCED)}."
     return text

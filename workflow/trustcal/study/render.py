@@ -63,7 +63,13 @@ def run_paragraph(p: Provenance, datasets: int, study: str = "study") -> str:
     times = (
         f"wall time {duration(p.wall_s) if p.wall_s else 'unknown'} for the whole workflow, {_datasets_word(datasets)}"
     )
-    if p.wall_s and p.train_s > 0:
+    if p.wall_s and p.train_s > p.wall_s:  # seeds trained side by side, or invocations the logs do not time
+        times += (
+            f"; training (the epochs' own seconds in every seed's history.csv, added up over seeds) "
+            f"{duration(p.train_s)}, more than that wall time: seeds trained side by side or resumed from "
+            "checkpoints of invocations whose logs finished no job, so no ratio of the two is given"
+        )
+    elif p.wall_s and p.train_s > 0:
         times += (
             f"; training (the epochs' own seconds in every seed's history.csv) {duration(p.train_s)}, so the "
             f"whole {study} took {p.wall_s / p.train_s:.2f} × its training time"
