@@ -43,8 +43,8 @@ MUTANTS = (
         "folds",
         "refinement with 2 folds instead of 5 (the default refinement_folds)",
         "reporting/tables.py",
-        "refinement_folds: int = 5",
-        "refinement_folds: int = 2",
+        "refinement_folds: int = setting(\n        5,",
+        "refinement_folds: int = setting(\n        2,",
         DECOMPOSITION,
     ),
     Mutant(
@@ -83,8 +83,8 @@ MUTANTS = (
         "confidence-columns",
         "confidence_correct and confidence_incorrect swapped in scalar_metrics",
         "measures/metrics.py",
-        'out["confidence_correct"], out["confidence_incorrect"] = _expected',
-        'out["confidence_incorrect"], out["confidence_correct"] = _expected',
+        '_named("confidence_correct", "confidence_incorrect")',
+        '_named("confidence_incorrect", "confidence_correct")',
         ("tests/unit/measures/test_metrics.py",),
     ),
 )
