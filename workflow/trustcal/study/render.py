@@ -260,19 +260,15 @@ def _verdict_cell(r: Mapping) -> str:
     return (f"**{v}**" if v != NOT_COMPARABLE else v) + note + seeds
 
 
+def _judged_cells(r: Mapping) -> list[str]:
+    """The cells every verdict table ends with: ours, the interval, the rule, the verdict."""
+    rule = str(r["decision_rule"]).replace("interval ", "")
+    return [f"{_measured(r)} (n = {r['n_seeds']})", _interval(r), rule, _verdict_cell(r)]
+
+
 def verdict_rows(rows: Sequence[Mapping]) -> list[list[str]]:
     """The verdict's table: statement, the paper's value, ours, the interval, the rule, the verdict."""
-    return [
-        [
-            f"{r['section']}: {r['quote']}<br>`{r['claim_id']}`",
-            r["paper"],
-            f"{_measured(r)} (n = {r['n_seeds']})",
-            _interval(r),
-            str(r["decision_rule"]).replace("interval ", ""),
-            _verdict_cell(r),
-        ]
-        for r in rows
-    ]
+    return [[f"{r['section']}: {r['quote']}<br>`{r['claim_id']}`", r["paper"], *_judged_cells(r)] for r in rows]
 
 
 def verdict_lines(report: Report) -> list[str]:
@@ -353,16 +349,7 @@ def author_lines(report: Report) -> list[str]:
 
 def general_rows(rows: Sequence[Mapping]) -> list[list[str]]:
     """The general claims judged on a run: the claim, ours, the interval, the rule, the verdict."""
-    return [
-        [
-            f"{r['claim']}<br>`{r['claim_id']}`",
-            f"{_measured(r)} (n = {r['n_seeds']})",
-            _interval(r),
-            str(r["decision_rule"]).replace("interval ", ""),
-            _verdict_cell(r),
-        ]
-        for r in rows
-    ]
+    return [[f"{r['claim']}<br>`{r['claim_id']}`", *_judged_cells(r)] for r in rows]
 
 
 def beyond_lines(b: Beyond) -> list[str]:
