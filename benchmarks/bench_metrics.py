@@ -7,10 +7,10 @@ predictions with 200 bootstrap resamples (every score, its interval, the side
 tables, the trust opinions and their intervals), plus the validation split
 where a table needs it (its row of scores.csv; the cluster opinions of
 dynamic_trust.csv and selective.csv are learned on it). That includes the
-measures of docs/method.md §13, also timed apart: the smooth ECE of every
-resample (each with its own bandwidth search, on grids spread for all
-resamples in one blocked product), the smooth reliability diagram with its
-band, the calibration/refinement split (five cross-fitted temperature fits by
+measures of docs/method.md §13, also timed apart: the smooth measures (the
+smooth ECE of every resample, each with its own bandwidth search, and the
+smooth reliability diagram with its band, on one set of grids spread for the
+test set and all resamples in one blocked product), the calibration/refinement split (five cross-fitted temperature fits by
 Newton's method), the selective-prediction table (four scores, paired
 intervals; the three opinion scores share one product of the counts) and
 Kuiper's test. The trust sweep (6 epochs of a run, not every one) is left out. The states are the raw model and temperature scaling
@@ -46,8 +46,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from trustcal.measures import metrics as M  # noqa: E402
+from trustcal.measures.bins import TopLabel  # noqa: E402
 from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores  # noqa: E402
-from trustcal.measures.smooth import bootstrap_smece, smooth_reliability  # noqa: E402
+from trustcal.measures.smooth import smooth_measures  # noqa: E402
 from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
 from trustcal.reporting.tables import (  # noqa: E402
     MetricParams,
@@ -114,8 +115,7 @@ def main(argv=None) -> None:
         test, val = p
         conf, hit = test.probs.max(axis=1), (test.probs.argmax(axis=1) == test.labels).astype(np.float64)
         return {
-            "bootstrap_smece": lambda: bootstrap_smece(conf, hit, counts),
-            "smooth_reliability": lambda: smooth_reliability(conf, hit, counts, mp.smooth_points),
+            "smooth_measures": lambda: smooth_measures(TopLabel.of_scores(conf, hit), counts, mp.smooth_points),
             "calibration_refinement": lambda: refinement_losses(test, mp, bootstrap.seed),
             "selective_table": lambda: selective_table(p, tp, bootstrap),
             "kuiper_test": lambda: M.kuiper_test(test.probs, test.labels),

@@ -300,3 +300,29 @@ def test_score_tables_carry_the_smooth_ece_interval_and_the_smooth_diagram():
         "epoch", "calibrator", "split", "confidence", "accuracy", "density", "bandwidth", "accuracy_lo", "accuracy_hi",
     ]  # fmt: skip
     assert len(diagram) == 11 and (diagram["accuracy_lo"] <= diagram["accuracy_hi"]).all()
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_smooth_measures_share_their_grids_and_give_the_numbers_of_the_two_functions(ties):
+    """smooth_measures spreads the set and its resamples onto one set of grids, in the confidence order the top
+    label keeps, and reuses the σ* of the set's smooth ECE: the same numbers, to the bit, as bootstrap_smece and
+    smooth_reliability computing theirs apart."""
+    from trustcal.measures.bins import TopLabel
+    from trustcal.measures.smooth import bootstrap_smece, smooth_measures, smooth_reliability
+
+    probs, labels = _overconfident(1200, 4, seed=24, scale=2.5)
+    if ties:
+        probs[:300] = probs[0]
+    top = TopLabel.of(probs, labels)
+    counts = resample_counts(len(labels), BootstrapParams(resamples=16, seed=3))
+    replicates, diagram = smooth_measures(top, counts, points=21, level=0.9)
+    assert np.array_equal(replicates, bootstrap_smece(top.conf, top.hit, counts))
+    apart = smooth_reliability(top.conf, top.hit, counts, points=21, level=0.9)
+    assert diagram.keys() == apart.keys()
+    for name, values in apart.items():
+        assert np.array_equal(diagram[name], values), name
+    # the weights in confidence order are the set (a row of ones) and then the counts, columns in that order
+    weights = top.weights_in_order(counts)
+    assert (weights[0] == 1).all() and np.array_equal(weights[1:], counts[:, top.order])
+    assert top.weights_in_order(counts) is weights  # kept for the same counts, drawn anew for others
+    assert top.weights_in_order(counts.copy()) is not weights

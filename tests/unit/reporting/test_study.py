@@ -254,7 +254,10 @@ def test_the_readme_block_states_the_inputs_facts():
     assert (
         "**Run.** `snakemake --cores 2` (commit `abc1234`; configuration: `config.yaml`), on a CPU; wall time " in block
     )
-    assert "2 h 00 min for the whole workflow, one dataset; training (the epochs' own seconds in every seed's " in block
+    assert (
+        "2 h 00 min for the whole workflow, one dataset; training alone (the epochs' own seconds in every seed's "
+        in block
+    )
     assert "1 h 00 min, so the whole study took 2.00 × its training time." in block
     assert "**Data.** MNIST: 4 files content-md5 — the official data (contents md5-identical)." in block
     assert (
@@ -423,18 +426,87 @@ def test_number_formats():
 
 
 @pytest.mark.parametrize(
-    ("wall_s", "train_s", "expected"),
+    ("wall_s", "train_s", "slots", "expected"),
     [
         (
             5400.0,
             3600.0,
-            "training (the epochs' own seconds in every seed's history.csv) 1 h 00 min, so the whole study took 1.50 × its training time",
+            1,
+            "training alone (the epochs' own seconds in every seed's history.csv) 1 h 00 min, so the whole study "
+            "took 1.50 × its training time",
         ),
-        (3600.0, 7200.0, "2 h 00 min, more than that wall time: seeds trained side by side"),
+        (
+            3960.0,
+            3600.0,
+            2,
+            "training alone (the seeds' epochs in history.csv, 2 train jobs side by side, longest first) 1 h 00 min, "
+            "so the whole study took 1.10 × its training time",
+        ),
+        (3600.0, 7200.0, 1, "2 h 00 min, more than that wall time: resumed from checkpoints"),
     ],
 )
-def test_the_run_paragraph_gives_a_ratio_only_where_the_wall_time_covers_the_training(wall_s, train_s, expected):
-    p = Provenance(".venv/bin/snakemake --cores 2", "abc1234", ["config.yaml"], "a machine", wall_s, train_s, 10, [])
+def test_the_run_paragraph_gives_a_ratio_only_where_the_wall_time_covers_the_training(wall_s, train_s, slots, expected):
+    p = Provenance(
+        ".venv/bin/snakemake --cores 2",
+        "abc1234",
+        ["config.yaml"],
+        "a machine",
+        wall_s,
+        train_s,
+        10,
+        [],
+        train_slots=slots,
+    )
     text = rd.run_paragraph(p, 1)
     assert expected in text
     assert ("×" in text) == (wall_s >= train_s)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "slots", "expected"),
+    [
+        ([30.0, 30.0, 30.0, 1.0, 1.0], 2, 60.0),  # two long seeds side by side, the third beside the short ones
+        ([30.0, 30.0, 30.0, 1.0, 1.0], 1, 92.0),  # one after another
+        ([50.0, 10.0, 10.0, 10.0], 2, 50.0),  # the long seed alone on a slot: no schedule is shorter
+        ([10.0], 4, 10.0),  # a slot of its own does not make a seed faster
+        ([], 2, 0.0),
+    ],
+)
+def test_training_alone_is_the_longest_first_schedule_of_the_seeds_on_the_train_slots(seconds, slots, expected):
+    from trustcal.study.costs import training_makespan
+
+    assert training_makespan(seconds, slots) == expected
+
+
+SNAKEMAKE_LOG = """Building DAG of jobs...
+Provided cores: {cores}
+Rules claiming more threads will be scaled down.
+[Wed Nov 25 10:00:00 2026]
+localrule prepare:
+    jobid: 3
+    threads: 1
+[Wed Nov 25 10:00:01 2026]
+localrule train:
+    input: results/data/mnist/splits.npz
+    output: results/mnist/seed0/history.csv
+    wildcards: dataset=mnist, seed=0
+    threads: {threads}
+    resources: tmpdir=/tmp, runtime=35
+"""
+
+
+@pytest.mark.parametrize(("cores", "threads", "slots"), [(2, 1, 2), (2, 2, 1), (8, 2, 4), (1, 1, 1)])
+def test_the_train_slots_are_the_logged_cores_over_a_train_jobs_threads(tmp_path, cores, threads, slots):
+    from trustcal.study.provenance import train_slots
+
+    logs = tmp_path / ".snakemake" / "log"
+    logs.mkdir(parents=True)
+    (logs / "2026-11-25T100000.000000.snakemake.log").write_text(SNAKEMAKE_LOG.format(cores=cores, threads=threads))
+    (logs / "2026-11-25T110000.000000.snakemake.log").write_text("Building DAG of jobs...\nProvided cores: 16\n")
+    assert train_slots(tmp_path) == slots  # the later invocation trained nothing: the one that did counts
+
+
+def test_the_train_slots_are_one_without_a_log_of_a_train_job(tmp_path):
+    from trustcal.study.provenance import train_slots
+
+    assert train_slots(tmp_path) == 1

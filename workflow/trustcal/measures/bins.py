@@ -125,22 +125,23 @@ class TopLabel:
         """A score (float64, N) in the place of the confidence, with its 0/1 ``hit``."""
         return cls(score, hit)
 
-    def _kept(self, key: tuple, make):
+    def kept(self, key: tuple, make):
         """``make()`` on first use, then the same value, its arrays read-only (every metric reads them)."""
         if key not in self._cache:
             value = make()
             for array in value if isinstance(value, tuple) else (value,):
-                array.flags.writeable = False
+                if isinstance(array, np.ndarray):
+                    array.flags.writeable = False
             self._cache[key] = value
         return self._cache[key]
 
     @property
     def order(self) -> np.ndarray:
-        return self._kept(("order",), lambda: np.argsort(self.conf, kind="stable"))
+        return self.kept(("order",), lambda: np.argsort(self.conf, kind="stable"))
 
     @property
     def rank(self) -> np.ndarray:
-        return self._kept(("rank",), lambda: stable_ranks(self.conf, self.order))
+        return self.kept(("rank",), lambda: stable_ranks(self.conf, self.order))
 
     @property
     def onehot(self) -> np.ndarray:
@@ -149,7 +150,23 @@ class TopLabel:
             onehot[np.arange(len(self.labels)), self.labels] = 1.0
             return onehot
 
-        return self._kept(("onehot",), make)
+        return self.kept(("onehot",), make)
+
+    def weights_in_order(self, counts: np.ndarray | None) -> np.ndarray:
+        """(1 + B) × N float32 weights in increasing confidence (columns in :attr:`order`): a row of ones (the
+        set itself), then the B × N resample ``counts`` (None: the row of ones alone). Kept for the last
+        ``counts`` given (the smooth measures and the bootstrap of the scores read the same), read only."""
+        kept = self._cache.get(("weights_in_order",))
+        if kept is not None and kept[0] is counts:
+            return kept[1]
+        b = 0 if counts is None else len(counts)
+        weights = np.empty((1 + b, self.conf.size), dtype=np.float32)
+        weights[0] = 1.0
+        if b:
+            np.take(np.asarray(counts, dtype=np.float32), self.order, axis=1, out=weights[1:])
+        weights.flags.writeable = False
+        self._cache[("weights_in_order",)] = (counts, weights)
+        return weights
 
     def bins(self, n_bins: int, binning: str = "width") -> np.ndarray:
         """:func:`bin_indices` of the confidences (the equal-mass bins from :attr:`rank`)."""
@@ -159,17 +176,17 @@ class TopLabel:
                 return bin_indices(self.conf, n_bins, binning)
             return mass_bins(self.rank, n_bins)
 
-        return self._kept(("bins", n_bins, binning), make)
+        return self.kept(("bins", n_bins, binning), make)
 
     def binned(self, n_bins: int, binning: str = "width"):
         """:func:`binned_means` of (confidence, hit) in :meth:`bins`: count, mean confidence, mean hit."""
-        return self._kept(
+        return self.kept(
             ("binned", n_bins, binning), lambda: binned_means(self.conf, self.hit, self.bins(n_bins, binning), n_bins)
         )
 
     def onevsrest(self, n_bins: int, binning: str = "width"):
         """:func:`onevsrest_binned` of the K columns: onehot, flat bin, count, mean p, frequency."""
-        return self._kept(
+        return self.kept(
             ("onevsrest", n_bins, binning), lambda: onevsrest_binned(self.probs, self.labels, n_bins, binning)
         )
 

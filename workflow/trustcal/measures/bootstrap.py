@@ -186,9 +186,13 @@ def bootstrap_scores_of(top: TopLabel, counts: np.ndarray, params) -> dict[str, 
     ranked = conf[order]
     ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))  # last sample of each group
     ends = None if ends.size == n else ends  # no ties (the usual case): every sample ends its group
-    drawn = np.asarray(counts)[:, order]  # B × N
-    walk = np.cumsum(drawn * gap[order], axis=1, dtype=np.float64)  # Σ (hit − conf) so far
-    walk = walk if ends is None else walk[:, ends]
+    drawn = top.weights_in_order(counts)[1:]  # B × N, the columns in increasing confidence
+    if ends is None:  # distinct confidences (the usual case): one pass per resample for KS and the areas
+        walk_extremes, areas = _distinct_walks(drawn, hit[order], n, gap[order])
+        out["ks_error"] = np.maximum(walk_extremes[:, 0], -walk_extremes[:, 1]) / n
+        out["aurc"], out["eaurc"], out["augrc"] = areas
+        return out
+    walk = np.cumsum(drawn * gap[order], axis=1, dtype=np.float64)[:, ends]  # Σ (hit − conf) so far
     out["ks_error"] = np.maximum(walk.max(axis=1), -walk.min(axis=1)) / n
     out["aurc"], out["eaurc"], out["augrc"] = _ranked_areas(drawn, hit[order], ends, n)
     return out
@@ -200,7 +204,7 @@ def _ranked_areas(
     """AURC, E-AURC and AUGRC of each resample from its counts ``drawn`` (B × N) and ``hit`` in increasing
     score, ``ends`` the last sample of each group of equal scores (None: every score distinct)."""
     if ends is None:  # a resample's groups are its copies of one sample
-        return _aurc_distinct(drawn, hit, n)
+        return _distinct_walks(drawn, hit, n)[1]
     # per group: the copies drawn and the wrong ones among them (sums of whole numbers below 2^24, exact
     # in float32): one pass over the B × N counts each, however few the groups
     starts = np.concatenate([[0], ends[:-1] + 1])
@@ -284,9 +288,15 @@ def bootstrap_selective_scores(
     return {name: out[name] for name in scores}
 
 
-def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _distinct_walks(
+    drawn: np.ndarray, hit: np.ndarray, n: int, gap: np.ndarray | None = None
+) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """AURC, E-AURC and AUGRC of each resample when the N confidences are distinct: ``drawn`` (B × N counts)
-    and ``hit`` in increasing confidence. One running sum over the counts, not the two of :func:`_aurc`.
+    and ``hit`` in increasing confidence; with ``gap`` (hit − confidence in that order) also the largest
+    and smallest of each resample's running sum Σ w·gap (B × 2), the KS error's walk. One resample at a
+    time, so that its running sums stay in the processor's cache (the same numbers as whole-matrix passes;
+    the areas' sums over the misses to float64 rounding: numpy's pairwise sum of a row depends on where the
+    row starts in memory).
 
     Σ_k risk_k = Σ over the errors of Σ_{k ≥ its position} 1/k. A missed sample drawn w times after
     s drawn samples of higher confidence holds positions s + 1 … s + w (its copies are one group, all
@@ -298,21 +308,28 @@ def _aurc_distinct(drawn: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarr
     up to and including the miss (the samples of lower confidence accepted after it), so
     AUGRC = Σ_misses w·(2u − w)/(2N²).
     """
+    b = len(drawn)
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
     misses = np.flatnonzero(hit == 0)
-    if misses.size == 0:
-        return np.zeros(len(drawn)), np.zeros(len(drawn)), np.zeros(len(drawn))
-    # drawn up to and including each miss (whole numbers, exact in float32 below 2^24)
-    upto = np.cumsum(drawn[:, : misses[-1] + 1], axis=1)[:, misses]
-    w = drawn[:, misses]
-    s = n - upto  # drawn with a higher confidence
-    h_end = harmonic[(s + w).astype(np.intp)]
-    area = (w * (harmonic[n] - h_end + 1.0) - s * (h_end - harmonic[s.astype(np.intp)])).sum(axis=1) / n
-    e = w.sum(axis=1, dtype=np.float64).astype(np.int64)  # errors of each resample
-    optimal = (e - (n - e) * (harmonic[n] - harmonic[n - e])) / n  # every error ranked last
-    # 2u − w is a whole number below 2^24 (exact in float32); its products with w reach N², so in float64
-    generalized = np.einsum("bm,bm->b", w, 2 * upto - w, dtype=np.float64) / (2.0 * n * n)
-    return area, area - optimal, generalized
+    extremes = None if gap is None else np.empty((b, 2))
+    area, errors, generalized = np.zeros(b), np.zeros(b, dtype=np.int64), np.zeros(b)
+    through = misses[-1] + 1 if misses.size else 0
+    for i, row in enumerate(drawn):
+        if gap is not None:
+            walk = np.cumsum(row * gap, dtype=np.float64)  # Σ (hit − conf) so far
+            extremes[i] = walk.max(), walk.min()
+        if not misses.size:
+            continue
+        upto = np.cumsum(row[:through])[misses]  # drawn up to and including each miss (exact in float32)
+        w = row[misses]
+        s = n - upto  # drawn with a higher confidence
+        h_end = harmonic[(s + w).astype(np.intp)]
+        area[i] = (w * (harmonic[n] - h_end + 1.0) - s * (h_end - harmonic[s.astype(np.intp)])).sum() / n
+        errors[i] = int(w.sum(dtype=np.float64))
+        # 2u − w is a whole number below 2^24 (exact in float32); its products with w reach N², so in float64
+        generalized[i] = np.einsum("m,m->", w, 2 * upto - w, dtype=np.float64)
+    optimal = (errors - (n - errors) * (harmonic[n] - harmonic[n - errors])) / n  # every error ranked last
+    return extremes, (area, area - optimal, generalized / (2.0 * n * n))
 
 
 def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -143,6 +143,10 @@ def smece_of(top: TopLabel, eps: float = SMECE_SEARCH_EPS) -> tuple[float, float
     keep the smallest tested σ with σ ≥ smECE_σ, so σ* is within 2^-10 of the
     fixed point (σ < eps counts as "below").
     """
+    return top.kept(("smece", eps), lambda: _smece_search(top, eps))  # the scores and the smooth diagram read it
+
+
+def _smece_search(top: TopLabel, eps: float) -> tuple[float, float]:
     smoother = _ReflectedSmoother(top.conf, top.conf - top.hit)
     cache: dict[float, float] = {}
 

@@ -17,6 +17,9 @@ the same N samples (one pass in increasing confidence) and their convolutions on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import lru_cache
+
 import numpy as np
 
 from trustcal.measures.bins import TopLabel
@@ -29,7 +32,7 @@ from trustcal.measures.calibration_errors import (
     smece_of,
 )
 
-__all__ = ["bootstrap_smece", "smooth_reliability"]
+__all__ = ["bootstrap_smece", "smooth_measures", "smooth_reliability", "smooth_reliability_of"]
 
 
 def _grid_size(sigma: float) -> int:
@@ -67,11 +70,15 @@ class _WeightedGrids:
     weightings are one blocked product of the counts with the per-sample spreading weights.
     """
 
-    def __init__(self, conf: np.ndarray, series: list[np.ndarray], counts: np.ndarray):
-        order = np.argsort(conf, kind="stable")  # the grid cells of the samples then never decrease
+    def __init__(self, conf: np.ndarray, series: list[np.ndarray], counts: np.ndarray, order: np.ndarray | None = None):
+        # in increasing confidence, the grid cells of the samples then never decrease (``order``: that sort,
+        # when at hand; ``counts`` already in it when ``order`` is given)
+        if order is None:
+            order = np.argsort(conf, kind="stable")
+            counts = np.asarray(counts)[:, order]
         self.conf = np.asarray(conf, dtype=np.float64)[order]
         self.series = np.stack([np.asarray(y, dtype=np.float64)[order] for y in series])  # (S, N)
-        self.counts = np.asarray(counts)[:, order]
+        self.counts = counts
         self._grids: dict[int, np.ndarray] = {}
         self._ffts: dict[tuple[int, int], np.ndarray] = {}
 
@@ -98,29 +105,45 @@ class _WeightedGrids:
         self._grids[e] = out
         return out
 
-    def smooth(self, sigma: float, t: np.ndarray, rows: np.ndarray, series: int | None = None) -> np.ndarray:
-        """(rows, series, len(t)): the smoothed series (the first ``series`` of them, default all) of the
-        weightings ``rows`` at the points t."""
-        series = len(self.series) if series is None else series
+    def _spectrum(self, e: int, series: int) -> np.ndarray:
+        """The transforms of every weighting's extended grid of one series (B, L/2 + 1), kept per (E, series)."""
+        key = (e, series)
+        if key not in self._ffts:
+            grids = self.grids(e)[:, series]
+            self._ffts[key] = np.fft.rfft(np.concatenate([grids, grids[:, -2:0:-1]], axis=-1), axis=-1)
+        return self._ffts[key]
+
+    def smooth(self, sigma: float, t: np.ndarray, rows: np.ndarray, series: Sequence[int]) -> np.ndarray:
+        """(rows, len(series), len(t)): the smoothed ``series`` (their indices) of the weightings ``rows`` at
+        the points t."""
         e = _grid_size(sigma)
         period = 2 * e - 2
-        key = (e, series)
-        if key not in self._ffts:  # the transforms of every weighting's extended grids, kept per E
-            grids = self.grids(e)[:, :series]
-            self._ffts[key] = np.fft.rfft(np.concatenate([grids, grids[..., -2:0:-1]], axis=-1), axis=-1)
-        spectrum = self._ffts[key][rows]
-        smoothed = np.fft.irfft(spectrum * np.fft.rfft(_circular_kernel(sigma, e)), period)[..., :e]
+        spectra = [self._spectrum(e, s)[rows] for s in series]
+        spectrum = spectra[0][:, None] if len(spectra) == 1 else np.stack(spectra, axis=1)
+        smoothed = np.fft.irfft(spectrum * _kernel_spectrum(sigma, e), period)[..., :e]
         inds = (t * (e - 1)).astype(int).clip(0, e - 2)  # relplot.kernels.interpolate
         bucket = 1 / (e - 1)
         residual = (t - inds * bucket) / bucket
         return smoothed[..., inds] * (1 - residual) + smoothed[..., inds + 1] * residual
 
 
-def _interpolated_sum(sigma: float, t: np.ndarray) -> np.ndarray:
+@lru_cache(maxsize=4096)
+def _kernel_spectrum(sigma: float, e: int) -> np.ndarray:
+    """The transform of :func:`_circular_kernel`: the bandwidths the bisection tries are the same few
+    dyadic fractions for every epoch and calibration state, so each is transformed once (read only)."""
+    spectrum = np.fft.rfft(_circular_kernel(sigma, e))
+    spectrum.flags.writeable = False
+    return spectrum
+
+
+@lru_cache(maxsize=4096)
+def _interpolated_sum(sigma: float, points: int) -> np.ndarray:
     """v (E) with v · grid = Σ_t (smoothed grid read at t) for any grid, by linearity: the read-out weights of
     every t, correlated circularly with the kernel (one FFT) and folded back from the grid's periodic even
     extension onto the grid. Only the density's sum over t enters the smooth ECE, so the density needs this
-    dot product, not a convolution per resample."""
+    dot product, not a convolution per resample. t: ``points`` equally spaced points on [0, 1]; kept per
+    (σ, points), read only."""
+    t = np.linspace(0, 1, points)
     e = _grid_size(sigma)
     period = 2 * e - 2
     inds = (t * (e - 1)).astype(int).clip(0, e - 2)
@@ -131,48 +154,41 @@ def _interpolated_sum(sigma: float, t: np.ndarray) -> np.ndarray:
     c = np.fft.irfft(np.fft.rfft(readout) * np.conj(np.fft.rfft(_circular_kernel(sigma, e))), period)
     folded = c[:e].copy()
     folded[1 : e - 1] += c[period - 1 : e - 1 : -1]  # extension point L − q is grid point q
+    folded.flags.writeable = False
     return folded
 
 
-class _SmoothECE:
-    """smECE_σ of B weightings of (confidence, hit), as relplot's ``smooth_ece``: Σ_t |r̂(t)|·δ̂(t) / Σ_t δ̂(t)
+# the series of the grids :func:`smooth_measures` shares: the residual conf − hit (the smooth ECE), the hit
+# (the diagram's accuracy) and 1 (the density of the confidences)
+RESIDUAL, HIT, ONES = 0, 1, 2
+
+
+def _shared_grids(conf: np.ndarray, hit: np.ndarray, weights: np.ndarray, order: np.ndarray | None = None):
+    """:class:`_WeightedGrids` of the series conf − hit, hit and 1 under ``weights`` (in ``order`` when given)."""
+    return _WeightedGrids(conf, [conf - hit, hit, np.ones_like(conf)], weights, order)
+
+
+def _smece_at(grids: _WeightedGrids, sigma: float, rows: np.ndarray) -> np.ndarray:
+    """smECE_σ of the weightings ``rows`` of ``grids``, as relplot's ``smooth_ece``: Σ_t |r̂(t)|·δ̂(t) / Σ_t δ̂(t)
     with δ̂ = density + 10⁻⁴ and r̂ = smoothed residual / δ̂, that is Σ_t |smoothed residual(t)| / Σ_t δ̂(t)."""
-
-    def __init__(self, conf: np.ndarray, hit: np.ndarray, counts: np.ndarray):
-        self.grids = _WeightedGrids(conf, [conf - hit, np.ones_like(conf)], counts)  # one spreading product
-
-    def __call__(self, sigma: float, rows: np.ndarray) -> np.ndarray:
-        e = _grid_size(sigma)
-        t = np.linspace(0, 1, max(round(10 / sigma), SMECE_MESH_PTS))
-        residual = self.grids.smooth(sigma, t, rows, series=1)[:, 0]
-        density = self.grids.grids(e)[rows, 1] @ _interpolated_sum(sigma, t) + t.size * SMECE_DENSITY_EPS
-        return np.sum(np.abs(residual), axis=1) / density
+    e = _grid_size(sigma)
+    points = max(round(10 / sigma), SMECE_MESH_PTS)
+    residual = grids.smooth(sigma, np.linspace(0, 1, points), rows, (RESIDUAL,))[:, 0]
+    density = grids.grids(e)[rows, ONES] @ _interpolated_sum(sigma, points) + points * SMECE_DENSITY_EPS
+    return np.sum(np.abs(residual), axis=1) / density
 
 
-def bootstrap_smece(conf, hit, counts: np.ndarray) -> np.ndarray:
-    """The top-label smooth ECE of every resample (``counts``: B × N), a length-B array.
-
-    Each resample searches its own bandwidth with relplot's bisection
-    (:func:`trustcal.measures.calibration_errors.smece`): σ = 1 if σ ≥ smECE_σ already, otherwise ten
-    halvings of (0, 1] keeping the smallest σ tried with σ ≥ smECE_σ. The B searches run side by side:
-    at each step the resamples that try the same σ share one kernel, and their grids (the same E for
-    every σ ≥ 0.01) are spread and transformed once.
-    """
-    conf = np.asarray(conf, dtype=np.float64)
-    hit = np.asarray(hit, dtype=np.float64)
-    if counts.shape[1] != conf.size:
-        raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {conf.size}")
-    smooth_ece = _SmoothECE(conf, hit, counts)
-    b = len(counts)
+def _bootstrap_smece(grids: _WeightedGrids, every: np.ndarray) -> np.ndarray:
+    """The smooth ECE of the weightings ``every`` of ``grids``, each with its own bandwidth search (below)."""
+    b = every.size
 
     def values(sigmas: np.ndarray, rows: np.ndarray) -> np.ndarray:
         out = np.empty(rows.size)
         for sigma in np.unique(sigmas):  # resamples trying the same σ share the kernel
             same = sigmas == sigma
-            out[same] = smooth_ece(float(sigma), rows[same])
+            out[same] = _smece_at(grids, float(sigma), rows[same])
         return out
 
-    every = np.arange(b)
     at_one = values(np.ones(b), every)
     search = ~(1.0 < at_one)  # σ = 1 is kept where 1 < smECE_1 (relplot's check_smooth_ece)
     start, end, value = np.ones(b), np.zeros(b), at_one.copy()
@@ -190,6 +206,40 @@ def bootstrap_smece(conf, hit, counts: np.ndarray) -> np.ndarray:
     return value
 
 
+def bootstrap_smece(conf, hit, counts: np.ndarray) -> np.ndarray:
+    """The top-label smooth ECE of every resample (``counts``: B × N), a length-B array.
+
+    Each resample searches its own bandwidth with relplot's bisection
+    (:func:`trustcal.measures.calibration_errors.smece`): σ = 1 if σ ≥ smECE_σ already, otherwise ten
+    halvings of (0, 1] keeping the smallest σ tried with σ ≥ smECE_σ. The B searches run side by side:
+    at each step the resamples that try the same σ share one kernel, and their grids (the same E for
+    every σ ≥ 0.01) are spread and transformed once.
+    """
+    conf = np.asarray(conf, dtype=np.float64)
+    hit = np.asarray(hit, dtype=np.float64)
+    if counts.shape[1] != conf.size:
+        raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {conf.size}")
+    return _bootstrap_smece(_shared_grids(conf, hit, counts), np.arange(len(counts)))
+
+
+def _diagram(grids: _WeightedGrids, sigma: float, points: int, n: int, level: float, bands: bool) -> dict:
+    """The smooth reliability diagram (:func:`smooth_reliability`) of weighting 0 of ``grids`` (the set
+    itself) at σ, with the band of the weightings after it when ``bands``."""
+    t = np.linspace(0.0, 1.0, int(points))
+    smoothed = grids.smooth(sigma, t, np.arange(len(grids.counts) if bands else 1), (HIT, ONES))
+    ((hits, dens),) = smoothed[:1]
+    out = {
+        "confidence": t,
+        "accuracy": hits / (dens + SMECE_DENSITY_EPS),
+        "density": dens / n,
+        "bandwidth": np.full(t.size, sigma),
+    }
+    if bands:
+        curves = smoothed[1:, 0] / (smoothed[1:, 1] + SMECE_DENSITY_EPS)
+        out["accuracy_lo"], out["accuracy_hi"] = percentile_interval(curves, level)
+    return out
+
+
 def smooth_reliability(conf, hit, counts: np.ndarray | None = None, points: int = 101, level: float = 0.95):
     """The smooth reliability diagram of (confidence, hit) on ``points`` equally spaced t in [0, 1].
 
@@ -205,21 +255,27 @@ def smooth_reliability(conf, hit, counts: np.ndarray | None = None, points: int 
     n = conf.size
     if n == 0 or hit.shape != conf.shape:
         raise ValueError("conf and hit must be non-empty and of equal length")
-    _, sigma = smece_of(TopLabel.of_scores(conf, hit))
-    t = np.linspace(0.0, 1.0, int(points))
+    return smooth_reliability_of(TopLabel.of_scores(conf, hit), counts, points, level)
+
+
+def smooth_reliability_of(top: TopLabel, counts: np.ndarray | None = None, points: int = 101, level: float = 0.95):
+    """:func:`smooth_reliability` of the top label ``top``."""
+    n = top.conf.size
     if counts is not None and counts.shape[1] != n:
         raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {n}")
-    weights = np.ones((1, n), dtype=np.float32)  # the test set itself, then the resamples: one spreading product
-    weights = weights if counts is None else np.concatenate([weights, np.asarray(counts, dtype=np.float32)])
-    smoothed = _WeightedGrids(conf, [hit, np.ones_like(conf)], weights).smooth(sigma, t, np.arange(len(weights)))
-    ((hits, dens),) = smoothed[:1]
-    out = {
-        "confidence": t,
-        "accuracy": hits / (dens + SMECE_DENSITY_EPS),
-        "density": dens / n,
-        "bandwidth": np.full(t.size, sigma),
-    }
-    if counts is not None:
-        curves = smoothed[1:, 0] / (smoothed[1:, 1] + SMECE_DENSITY_EPS)
-        out["accuracy_lo"], out["accuracy_hi"] = percentile_interval(curves, level)
-    return out
+    grids = _shared_grids(top.conf, top.hit, top.weights_in_order(counts), top.order)
+    _, sigma = smece_of(top)
+    return _diagram(grids, sigma, points, n, level, counts is not None)
+
+
+def smooth_measures(top: TopLabel, counts: np.ndarray, points: int = 101, level: float = 0.95):
+    """(:func:`bootstrap_smece`, :func:`smooth_reliability`) of the top label ``top`` under the resample
+    ``counts`` (B × N), the same numbers, from one set of grids: the set itself and its B resamples
+    spread onto them once, in the confidence order ``top`` keeps, and its σ* the one its smooth ECE found."""
+    n = top.conf.size
+    if counts.shape[1] != n:
+        raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {n}")
+    grids = _shared_grids(top.conf, top.hit, top.weights_in_order(counts), top.order)
+    replicates = _bootstrap_smece(grids, np.arange(1, len(counts) + 1))
+    _, sigma = smece_of(top)
+    return replicates, _diagram(grids, sigma, points, n, level, True)

@@ -49,7 +49,7 @@ from trustcal.measures.limits import (
 from trustcal.measures.options import check_fields, setting
 from trustcal.measures.reliability import reliability_table_of
 from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverages, selective_areas
-from trustcal.measures.smooth import bootstrap_smece, smooth_reliability
+from trustcal.measures.smooth import smooth_measures, smooth_reliability_of
 from trustcal.measures.trust import (
     REPRESENTATIVES,
     TRUST_COLUMNS,
@@ -483,27 +483,26 @@ def _score_row(
     counts: np.ndarray | None,
     bootstrap: BootstrapParams | None,
     losses: dict[str, np.ndarray] | None,
+    smece: np.ndarray | None = None,
 ) -> tuple[dict, dict[str, np.ndarray] | None]:
     """The row of scores.csv of ``p`` (``top`` its top label, ``losses`` its :func:`refinement_losses` or
-    None) and, with ``counts`` (the test split's resamples), the bootstrap replicates behind its intervals."""
+    None) and, with ``counts`` (the test split's resamples) and ``smece`` (their smooth ECEs,
+    :func:`~trustcal.measures.smooth.smooth_measures`), the bootstrap replicates behind its intervals."""
     row = _keys(p, **metrics.scalar_metrics_of(top, mp))
     row["nll_exact"] = p.log_probs is not None  # the NLL's convention: log-softmax, or p floored (§2.12)
     row.update(decomposition.terms_from_losses(losses) if losses else dict.fromkeys(decomposition.TERMS, np.nan))
     if counts is None:
         return row, None
     replicates = bootstrap_scores_of(top, counts, mp)
-    replicates["smece"] = bootstrap_smece(top.conf, top.hit, counts)
+    replicates["smece"] = smece
     if losses:
         replicates.update(refinement_replicates(losses, counts))
     row.update(_interval_columns(replicates, bootstrap.level))
     return row, replicates
 
 
-def _side_tables(
-    p: PredictionSet, top: TopLabel, mp: MetricParams, counts: np.ndarray | None, level: float
-) -> dict[str, pd.DataFrame]:
-    """The side tables' rows of ``p`` (``top`` its top label; ``counts``: the resamples of the smooth
-    reliability diagram's band at ``level``, or None)."""
+def _side_tables(p: PredictionSet, top: TopLabel, mp: MetricParams, diagram: dict) -> dict[str, pd.DataFrame]:
+    """The side tables' rows of ``p`` (``top`` its top label; ``diagram`` its smooth reliability diagram)."""
     k = p.probs.shape[1]
     spectrum = metrics.trust_spectrum_of(top, k, mp.nts_alpha, mp.nts_beta)
     per_label = np.bincount(p.labels, minlength=k)
@@ -511,7 +510,6 @@ def _side_tables(
     density = metrics.trust_density_table_of(
         top, gamma=mp.density_gamma, grid=grid, alpha=mp.nts_alpha, beta=mp.nts_beta
     )
-    diagram = smooth_reliability(top.conf, top.hit, counts, mp.smooth_points, level)
     return {
         "trust_spectrum": _prepend(pd.DataFrame(dict(label=np.arange(k), trust=spectrum, count=per_label)), p),
         "reliability": _prepend(reliability_table_of(top, mp.reliability_bins), p),
@@ -562,13 +560,17 @@ def score_tables(
         top = TopLabel.of(p.probs, p.labels, p.log_probs)
         losses = refinement_losses(p, mp, fold_seed) if p.split in side_splits else None
         tested = counts is not None and p.split == "test"
-        row, replicates = _score_row(p, top, mp, counts if tested else None, bootstrap, losses)
+        smece, diagram = None, None  # the smooth ECE's replicates and diagram share their grids
+        if tested:
+            smece, diagram = smooth_measures(top, counts, mp.smooth_points, bootstrap.level)
+        elif p.split in side_splits:
+            diagram = smooth_reliability_of(top, None, mp.smooth_points)
+        row, replicates = _score_row(p, top, mp, counts if tested else None, bootstrap, losses, smece)
         if tested and kept is not None:  # for the paired differences: trustcal.measures.paired.paired_arrays
             kept[(p.epoch, p.calibrator)] = (dict(row), replicates)
         scores.append(row)
         if p.split in side_splits:
-            level = bootstrap.level if tested else 0.95
-            for name, table in _side_tables(p, top, mp, counts if tested else None, level).items():
+            for name, table in _side_tables(p, top, mp, diagram).items():
                 side[name].append(table)
     scores = pd.DataFrame(scores)
     bootstrapped = [c[: -len("_lo")] for c in scores.columns if c.endswith("_lo")]

@@ -208,4 +208,19 @@ def write_costs(results: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, l
 
 def history_seconds(paths) -> float:
     """The epochs' own seconds (column ``seconds``) summed over the ``history.csv`` files ``paths``."""
-    return sum(float(pd.to_numeric(pd.read_csv(h)["seconds"], errors="coerce").sum()) for h in paths)
+    return sum(seed_seconds(paths))
+
+
+def seed_seconds(paths) -> list[float]:
+    """The epochs' own seconds (column ``seconds``) of each ``history.csv`` of ``paths``, summed per file."""
+    return [float(pd.to_numeric(pd.read_csv(h)["seconds"], errors="coerce").sum()) for h in paths]
+
+
+def training_makespan(seconds, slots: int) -> float:
+    """The wall time of training jobs of ``seconds`` each on ``slots`` jobs side by side, each next job
+    started on the slot that frees first, longest first (LPT; for a few long jobs, as here, the shortest
+    schedule): the time training alone takes on the run's job slots."""
+    finish = [0.0] * max(1, int(slots))
+    for job in sorted(seconds, reverse=True):
+        finish[finish.index(min(finish))] += job
+    return max(finish)

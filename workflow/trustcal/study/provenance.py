@@ -16,7 +16,7 @@ import pandas as pd
 import yaml
 
 from trustcal.reporting.verdict import PAPER_SETTINGS
-from trustcal.study.costs import history_seconds
+from trustcal.study.costs import seed_seconds, training_makespan
 from trustcal.study.names import data_notes, title
 from trustcal.study.report import DataSource, Provenance
 
@@ -60,6 +60,20 @@ def wall_seconds(run_dir: Path) -> float:
         if len(stamps) > 1:
             seconds += (max(stamps) - min(stamps)).total_seconds()
     return seconds
+
+
+def train_slots(run_dir: Path) -> int:
+    """How many train jobs could run side by side in ``run_dir``'s last Snakemake invocation that ran one:
+    its ``Provided cores`` ÷ the train jobs' ``threads`` (1 when no log shows a train job)."""
+    for log in sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log"), reverse=True):
+        text = log.read_text(errors="replace")
+        cores = re.search(r"^Provided cores: (\d+)", text, flags=re.M)
+        threads = [
+            int(t) for t in re.findall(r"^(?:local)?rule train:\n(?:    .*\n)*?    threads: (\d+)", text, flags=re.M)
+        ]
+        if cores and threads:
+            return max(1, int(cores.group(1)) // max(threads))
+    return 1
 
 
 def config_files(command: str) -> list[str]:
@@ -119,7 +133,8 @@ def provenance(
         configs=files,
         machine=machine(),
         wall_s=wall_seconds(run_dir),
-        train_s=history_seconds(histories),
+        train_s=training_makespan(seed_seconds(histories), slots := train_slots(run_dir)),
+        train_slots=slots,
         clusters=int(config.get("clusters", PAPER_SETTINGS["clusters"])),
         data=data,
         remark=remark,

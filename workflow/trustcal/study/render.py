@@ -63,15 +63,19 @@ def run_paragraph(p: Provenance, datasets: int, study: str = "study") -> str:
     times = (
         f"wall time {duration(p.wall_s) if p.wall_s else 'unknown'} for the whole workflow, {_datasets_word(datasets)}"
     )
-    if p.wall_s and p.train_s > p.wall_s:  # seeds trained side by side, or invocations the logs do not time
+    side_by_side = (
+        f"seeds' epochs in history.csv, {p.train_slots} train jobs side by side, longest first"
+        if p.train_slots > 1
+        else "epochs' own seconds in every seed's history.csv"
+    )
+    if p.wall_s and p.train_s > p.wall_s:  # resumed from checkpoints of invocations the logs do not time
         times += (
-            f"; training (the epochs' own seconds in every seed's history.csv, added up over seeds) "
-            f"{duration(p.train_s)}, more than that wall time: seeds trained side by side or resumed from "
+            f"; training (the {side_by_side}) {duration(p.train_s)}, more than that wall time: resumed from "
             "checkpoints of invocations whose logs finished no job, so no ratio of the two is given"
         )
     elif p.wall_s and p.train_s > 0:
         times += (
-            f"; training (the epochs' own seconds in every seed's history.csv) {duration(p.train_s)}, so the "
+            f"; training alone (the {side_by_side}) {duration(p.train_s)}, so the "
             f"whole {study} took {p.wall_s / p.train_s:.2f} × its training time"
         )
     return f"**Run.** `{p.command}` ({where}), on {p.machine}; {times}." + (f" {p.remark}" if p.remark else "")

@@ -135,10 +135,11 @@ class Provenance:
     configs: list[str]  # the configuration files of the command
     machine: str
     wall_s: float  # the workflow's wall time over its Snakemake logs (0: unknown)
-    train_s: float  # the epochs' own seconds in every seed's history.csv
+    train_s: float  # training alone: the seeds' epoch seconds (history.csv) on the run's train slots
     clusters: int  # M of the run's configuration (trust.clusters)
     data: list[DataSource]
     remark: str = ""
+    train_slots: int = 1  # train jobs side by side: the run's cores ÷ a train job's threads
 
 
 @dataclass
