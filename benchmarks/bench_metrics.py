@@ -13,9 +13,11 @@ smooth reliability diagram with its band, on one set of grids spread for the
 test set and all resamples in one blocked product), the calibration/refinement split (five cross-fitted temperature fits by
 Newton's method), the selective-prediction table (four scores, paired
 intervals; the three opinion scores share one product of the counts) and
-Kuiper's test. The trust sweep (6 epochs of a run, not every one) is left out. The states are the raw model and temperature scaling
-(T = 1.7); random logits stand in for a model's (the cost does not depend on
-their values much).
+Kuiper's test. The trust sweep (6 epochs of a run, not every one) is left out. The states are the raw model
+and temperature scaling. By default random logits of a half-right model stand in for a model's (T = 1.7);
+``--logits`` takes a run's logits file instead (T fitted on its validation split). The cost depends on the
+model: an accurate, well-calibrated model has a small smooth-ECE bandwidth, whose finer grids cost more
+(docs/method.md §13.3), and few errors, which make the areas under the risk curves cheaper.
 
 The FLOOR, measured in the same run: one pass over the B × N resample counts,
 the matrix product of the counts with the N × F matrix of per-sample terms that
@@ -28,7 +30,7 @@ cost on one core, whatever else the machine runs; the median over
 each piece (the same functions timed apart, which overlap a little: the pieces
 sum to about the total), the floor, and the ratio of each to the floor.
 
-    python benchmarks/bench_metrics.py [--n 10000] [--val 6000] [--k 10] [--repeats 7] [--out CSV]
+    python benchmarks/bench_metrics.py [--n 10000] [--val 6000] [--k 10] [--repeats 7] [--logits NPZ] [--out CSV]
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from trustcal.calibration.temperature import newton_temperature  # noqa: E402
 from trustcal.measures import metrics as M  # noqa: E402
 from trustcal.measures.bins import TopLabel  # noqa: E402
 from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores  # noqa: E402
@@ -60,6 +63,7 @@ from trustcal.reporting.tables import (  # noqa: E402
     selective_table,
     trust_tables,
 )
+from trustcal.stages import load_logits  # noqa: E402
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -89,12 +93,25 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=7, help="timed rounds (default 7)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples (default 200)")
+    parser.add_argument(
+        "--logits",
+        type=Path,
+        help="a logits file of a run (results/{dataset}/seed{seed}/logits/epochNNN.npz): its test and validation "
+        "predictions instead of random ones, the temperature fitted on its validation split",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/metrics.csv"))
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
-    (test_logits, test_labels), (val_logits, val_labels) = (fake_logits(rng, m, args.k) for m in (args.n, args.val))
-    states = {"none": 1.0, "temperature": 1.7}
+    if args.logits:
+        arrays = load_logits(args.logits)
+        test_logits, test_labels = arrays["test_logits"].astype(np.float64), arrays["test_labels"]
+        val_logits, val_labels = arrays["val_logits"].astype(np.float64), arrays["val_labels"]
+        args.n, args.val, args.k = len(test_labels), len(val_labels), test_logits.shape[1]
+        states = {"none": 1.0, "temperature": newton_temperature(val_logits, val_labels)}
+    else:
+        (test_logits, test_labels), (val_logits, val_labels) = (fake_logits(rng, m, args.k) for m in (args.n, args.val))
+        states = {"none": 1.0, "temperature": 1.7}
     preds = {
         state: [
             PredictionSet(1, state, "test", softmax(test_logits / t), test_labels),
@@ -154,12 +171,14 @@ def main(argv=None) -> None:
     summary.insert(2, "n_val", args.val)
     summary.insert(3, "k", args.k)
     summary.insert(4, "resamples", args.resamples)
+    summary.insert(0, "logits", str(args.logits) if args.logits else "random")
     summary["ratio_to_floor"] = summary["median_cpu_seconds"] / floor
     args.out.parent.mkdir(parents=True, exist_ok=True)
     summary.to_csv(args.out, index=False)
 
+    source = f"{args.logits} (temperature {states['temperature']:.3f})" if args.logits else "random logits"
     print(
-        f"{args.n} x {args.k} test + {args.val} x {args.k} validation predictions, {args.resamples} resamples, "
+        f"{source}: {args.n} x {args.k} test + {args.val} x {args.k} validation predictions, {args.resamples} resamples, "
         f"{args.repeats} rounds, CPU time on one core (median)"
     )
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))

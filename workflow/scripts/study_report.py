@@ -4,7 +4,7 @@
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR --costs-only
 
 RUN_DIR is the directory the study ran in (its results/ and .snakemake/log/), e.g. after
-    .venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml
+    .venv/bin/snakemake --cores 2 --set-threads train=1 logits=1 --configfile config.yaml workflow/study/config.yaml
 (run by hand, not by the workflow: it writes into this repository; trustcal.study says what).
 --beyond OTHER_RUN_DIR (repeatable) adds the runs of another run directory that its configuration declares
 under setups: (e.g. workflow/study/resnet20.yaml's cifar10_resnet20): a section each in study.md with
@@ -23,7 +23,9 @@ sys.path.insert(0, str(REPO / "workflow"))
 from trustcal.errors import TrustcalError  # noqa: E402 (after the path above)
 from trustcal.study import write_costs, write_study  # noqa: E402
 
-COMMAND = ".venv/bin/snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml"
+COMMAND = (
+    ".venv/bin/snakemake --cores 2 --set-threads train=1 logits=1 --configfile config.yaml workflow/study/config.yaml"
+)
 
 
 def main(argv=None) -> int:

@@ -251,6 +251,35 @@ def test_each_smooth_ece_resample_equals_the_smooth_ece_of_its_drawn_rows(case):
         assert min(sigmas) < 1 / 64
 
 
+@pytest.mark.parametrize("case", ["overconfident", "nearly calibrated (σ* < 0.01: a larger grid)", "ties"])
+def test_each_shared_bandwidth_resample_is_relplots_smooth_ece_of_its_drawn_rows_at_the_sets_bandwidth(case):
+    """With the bandwidth shared, every replicate is relplot's smECE_sigma of the drawn rows at the test set's
+    σ* (relplot smooths by direct summation, we by FFT: a few ε times the grid size apart, relative to the
+    smoothed values, which are at most the N drawn samples)."""
+    import relplot
+
+    from trustcal.measures import metrics
+    from trustcal.measures.smooth import bootstrap_smece
+
+    n = 20_000 if case.startswith("nearly") else 2000
+    probs, labels = _overconfident(n, 5, seed=25, scale=3.0)
+    if case.startswith("nearly"):  # labels drawn from the probabilities: calibrated by construction
+        rng = np.random.default_rng(10)
+        labels = (rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1).clip(0, 4)
+    if case == "ties":
+        probs[: n // 4] = probs[0]
+    conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    _, sigma = metrics.smece(probs, labels, return_sigma=True)
+    assert (sigma < 0.01) == case.startswith("nearly")
+    counts = resample_counts(n, BootstrapParams(resamples=6, seed=4))
+    got = bootstrap_smece(conf, hit, counts, sigma)
+    e = max(2000, round(20 / sigma)) // 2 + 1
+    for b in range(len(counts)):
+        rows = np.repeat(np.arange(n), counts[b].astype(int))
+        want = relplot.smECE_sigma(conf[rows], hit[rows], sigma)
+        assert got[b] == pytest.approx(want, rel=64 * e * np.finfo(float).eps), b
+
+
 def test_smooth_diagram_is_relplots_kernel_smoother_and_its_band_the_drawn_rows():
     """The curve is relplot's KernelSmoother with the reflected Gaussian kernel at the smooth ECE's bandwidth
     (relplot convolves by direct summation, we by FFT: a few ε times the grid size apart), the density its
@@ -285,6 +314,7 @@ def test_smooth_diagram_is_relplots_kernel_smoother_and_its_band_the_drawn_rows(
 
 
 def test_score_tables_carry_the_smooth_ece_interval_and_the_smooth_diagram():
+    from trustcal.measures import metrics
     from trustcal.measures.smooth import bootstrap_smece
     from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
@@ -293,8 +323,14 @@ def test_score_tables_carry_the_smooth_ece_interval_and_the_smooth_diagram():
     tables = score_tables([PredictionSet(2, "none", "test", probs, labels)], MetricParams(smooth_points=11), boot)
     row = tables["scores"].iloc[0]
     conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
-    lo, hi = percentile_interval(bootstrap_smece(conf, hit, resample_counts(800, boot)), boot.level)
+    _, sigma = metrics.smece(probs, labels, return_sigma=True)
+    lo, hi = percentile_interval(bootstrap_smece(conf, hit, resample_counts(800, boot), sigma), boot.level)
     assert (row["smece_lo"], row["smece_hi"]) == (lo, hi)
+    own = score_tables(
+        [PredictionSet(2, "none", "test", probs, labels)], MetricParams(smooth_points=11, smece_bandwidth="own"), boot
+    )["scores"].iloc[0]
+    lo, hi = percentile_interval(bootstrap_smece(conf, hit, resample_counts(800, boot)), boot.level)
+    assert (own["smece_lo"], own["smece_hi"]) == (lo, hi)
     diagram = tables["smooth_reliability"]
     assert list(diagram.columns) == [
         "epoch", "calibrator", "split", "confidence", "accuracy", "density", "bandwidth", "accuracy_lo", "accuracy_hi",
@@ -306,7 +342,8 @@ def test_score_tables_carry_the_smooth_ece_interval_and_the_smooth_diagram():
 def test_smooth_measures_share_their_grids_and_give_the_numbers_of_the_two_functions(ties):
     """smooth_measures spreads the set and its resamples onto one set of grids, in the confidence order the top
     label keeps, and reuses the σ* of the set's smooth ECE: the same numbers, to the bit, as bootstrap_smece and
-    smooth_reliability computing theirs apart."""
+    smooth_reliability computing theirs apart, with the resamples at that σ* or each at its own."""
+    from trustcal.measures import metrics
     from trustcal.measures.bins import TopLabel
     from trustcal.measures.smooth import bootstrap_smece, smooth_measures, smooth_reliability
 
@@ -315,8 +352,11 @@ def test_smooth_measures_share_their_grids_and_give_the_numbers_of_the_two_funct
         probs[:300] = probs[0]
     top = TopLabel.of(probs, labels)
     counts = resample_counts(len(labels), BootstrapParams(resamples=16, seed=3))
+    _, sigma = metrics.smece(probs, labels, return_sigma=True)
     replicates, diagram = smooth_measures(top, counts, points=21, level=0.9)
-    assert np.array_equal(replicates, bootstrap_smece(top.conf, top.hit, counts))
+    assert np.array_equal(replicates, bootstrap_smece(top.conf, top.hit, counts, sigma))
+    own, _ = smooth_measures(top, counts, points=21, level=0.9, bandwidth="own")
+    assert np.array_equal(own, bootstrap_smece(top.conf, top.hit, counts))
     apart = smooth_reliability(top.conf, top.hit, counts, points=21, level=0.9)
     assert diagram.keys() == apart.keys()
     for name, values in apart.items():

@@ -205,16 +205,23 @@ def _ranked_areas(
     score, ``ends`` the last sample of each group of equal scores (None: every score distinct)."""
     if ends is None:  # a resample's groups are its copies of one sample
         return _distinct_walks(drawn, hit, n)[1]
-    # per group: the copies drawn and the wrong ones among them (sums of whole numbers below 2^24, exact
-    # in float32): one pass over the B × N counts each, however few the groups
+    # per group: the copies drawn and the wrong ones among them (sums of whole numbers below 2^24, exact in
+    # float32), and their running sums over the groups; one resample at a time, so that its arrays stay in the
+    # processor's cache (the areas to float64 rounding of the whole-matrix sums)
     starts = np.concatenate([[0], ends[:-1] + 1])
-    whole = np.add.reduceat(drawn, starts, axis=1).astype(np.int64)
-    missed = np.add.reduceat(drawn * (1 - hit).astype(drawn.dtype), starts, axis=1).astype(np.int64)
-    # running sums over the groups: drawn up to each group's end, and wrong among them; column-major (the
-    # layout a column gather gives), so the sums of _aurc run in the order they always did, to the last bit
-    through = np.asfortranarray(np.cumsum(whole, axis=1))
-    wrong = np.asfortranarray(np.cumsum(missed, axis=1))
-    return _aurc(through, wrong, n)
+    miss = (1 - hit).astype(drawn.dtype)
+    harmonic = _harmonic(n)
+    areas = np.empty((3, len(drawn)))
+    for i, row in enumerate(drawn):
+        through = np.cumsum(np.add.reduceat(row, starts).astype(np.int64))[None]
+        wrong = np.cumsum(np.add.reduceat(row * miss, starts).astype(np.int64))[None]
+        areas[:, i] = np.concatenate(_aurc(through, wrong, n, harmonic))
+    return areas[0], areas[1], areas[2]
+
+
+def _harmonic(n: int) -> np.ndarray:
+    """H_0 … H_n."""
+    return np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
 
 
 def bootstrap_selective(score: np.ndarray, hit: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
@@ -309,7 +316,7 @@ def _distinct_walks(
     AUGRC = Σ_misses w·(2u − w)/(2N²).
     """
     b = len(drawn)
-    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
+    harmonic = _harmonic(n)
     misses = np.flatnonzero(hit == 0)
     extremes = None if gap is None else np.empty((b, 2))
     area, errors, generalized = np.zeros(b), np.zeros(b, dtype=np.int64), np.zeros(b)
@@ -345,7 +352,9 @@ def _l2(count: np.ndarray, conf: np.ndarray, hit: np.ndarray, n: int) -> tuple[n
     return np.sqrt(plugin), np.sqrt(np.maximum(debiased, 0.0))
 
 
-def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _aurc(
+    through: np.ndarray, wrong: np.ndarray, n: int, harmonic: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """AURC, E-AURC and AUGRC of each resample, as :func:`trustcal.measures.metrics.aurc` computes them,
     from the samples drawn (``through``) and the errors among them (``wrong``) up to the end of each
     group of equal confidence (B × groups, in increasing confidence; whole numbers).
@@ -360,7 +369,7 @@ def _aurc(through: np.ndarray, wrong: np.ndarray, n: int) -> tuple[np.ndarray, n
     size, errors = np.diff(through, axis=1, prepend=0), np.diff(wrong, axis=1, prepend=0)
     rate = errors / np.maximum(size, 1)  # an empty group has no error (and adds nothing: H_{s+0} − H_s = 0)
     before = n - through  # accepted before the group: every sample of higher confidence
-    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
+    harmonic = _harmonic(n) if harmonic is None else harmonic  # H_0 … H_n
     h_before = harmonic[before]
     # H_{s+W} − H_s: s + W is the s of the previous group (the next-lower confidence; n before the first)
     steps = np.empty(h_before.shape)

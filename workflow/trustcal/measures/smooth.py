@@ -32,7 +32,11 @@ from trustcal.measures.calibration_errors import (
     smece_of,
 )
 
-__all__ = ["bootstrap_smece", "smooth_measures", "smooth_reliability", "smooth_reliability_of"]
+__all__ = ["SMECE_BANDWIDTHS", "bootstrap_smece", "smooth_measures", "smooth_reliability", "smooth_reliability_of"]
+
+# The bandwidth of each resample's smooth ECE: the test set's σ* (held fixed, as the equal-mass ECE's bins are),
+# or the resample's own bisection (docs/method.md §13.3).
+SMECE_BANDWIDTHS = ("shared", "own")
 
 
 def _grid_size(sigma: float) -> int:
@@ -79,46 +83,61 @@ class _WeightedGrids:
         self.conf = np.asarray(conf, dtype=np.float64)[order]
         self.series = np.stack([np.asarray(y, dtype=np.float64)[order] for y in series])  # (S, N)
         self.counts = counts
-        self._grids: dict[int, np.ndarray] = {}
-        self._ffts: dict[tuple[int, int], np.ndarray] = {}
+        # per E (and series): the grids (transforms) of every weighting, and which are filled
+        self._grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._ffts: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
-    def grids(self, e: int) -> np.ndarray:
-        """(B, series, E): each weighting's series spread onto the grid by linear interpolation (relplot's
-        ``smooth_round_to_grid``), one product of the counts with a band of spreading weights per block of
-        samples; kept per E."""
-        if e in self._grids:
-            return self._grids[e]
+    def grids(self, e: int, rows: np.ndarray) -> np.ndarray:
+        """(rows, series, E): the weightings ``rows``' series spread onto the grid by linear interpolation
+        (relplot's ``smooth_round_to_grid``), one product of their counts with a band of spreading weights
+        per block of samples. Kept per E and weighting: a bandwidth below 0.01 has a grid of its own
+        (E > 1001), tried by a few of the resamples' searches only, so only theirs are spread."""
+        if e not in self._grids:
+            self._grids[e] = np.zeros((len(self.counts), len(self.series), e)), np.zeros(len(self.counts), bool)
+        out, done = self._grids[e]
+        todo = rows[~done[rows]]
+        if todo.size:
+            self._spread(e, slice(None) if todo.size == len(self.counts) else todo, out)
+            done[todo] = True
+        return out[rows]
+
+    def _spread(self, e: int, rows, out: np.ndarray) -> None:
+        """Add the series of the weightings ``rows`` (a slice or indices) spread onto E points to ``out``."""
         pos = self.conf * (e - 1)
         cell = pos.astype(int).clip(0, e - 2)  # relplot truncates toward zero, then clips
         frac = pos - cell
         n_series, n = self.series.shape
-        out = np.zeros((len(self.counts), n_series, e))
+        counts = self.counts[rows]
         for a in range(0, n, _CHUNK):
             b = min(a + _CHUNK, n)
             lo, width = cell[a], cell[b - 1] + 2 - cell[a]  # the cells this block of samples touches
-            rows = np.arange(b - a)
+            within = np.arange(b - a)
             spread = np.zeros((b - a, n_series, width))
-            spread[rows, :, cell[a:b] - lo] = ((1 - frac[a:b]) * self.series[:, a:b]).T
-            spread[rows, :, cell[a:b] + 1 - lo] = (frac[a:b] * self.series[:, a:b]).T
-            block = self.counts[:, a:b].astype(np.float64) @ spread.reshape(b - a, -1)
-            out[:, :, lo : lo + width] += block.reshape(len(self.counts), n_series, width)
-        self._grids[e] = out
-        return out
+            spread[within, :, cell[a:b] - lo] = ((1 - frac[a:b]) * self.series[:, a:b]).T
+            spread[within, :, cell[a:b] + 1 - lo] = (frac[a:b] * self.series[:, a:b]).T
+            block = counts[:, a:b].astype(np.float64) @ spread.reshape(b - a, -1)
+            out[rows, :, lo : lo + width] += block.reshape(len(counts), n_series, width)
 
-    def _spectrum(self, e: int, series: int) -> np.ndarray:
-        """The transforms of every weighting's extended grid of one series (B, L/2 + 1), kept per (E, series)."""
+    def _spectrum(self, e: int, series: int, rows: np.ndarray) -> np.ndarray:
+        """(rows, L/2 + 1): the transforms of the weightings ``rows``' extended grids of one series, kept per
+        (E, series) and weighting."""
         key = (e, series)
         if key not in self._ffts:
-            grids = self.grids(e)[:, series]
-            self._ffts[key] = np.fft.rfft(np.concatenate([grids, grids[:, -2:0:-1]], axis=-1), axis=-1)
-        return self._ffts[key]
+            self._ffts[key] = np.zeros((len(self.counts), e), complex), np.zeros(len(self.counts), bool)
+        out, done = self._ffts[key]
+        todo = rows[~done[rows]]
+        if todo.size:
+            grids = self.grids(e, todo)[:, series]
+            out[todo] = np.fft.rfft(np.concatenate([grids, grids[:, -2:0:-1]], axis=-1), axis=-1)
+            done[todo] = True
+        return out[rows]
 
     def smooth(self, sigma: float, t: np.ndarray, rows: np.ndarray, series: Sequence[int]) -> np.ndarray:
         """(rows, len(series), len(t)): the smoothed ``series`` (their indices) of the weightings ``rows`` at
         the points t."""
         e = _grid_size(sigma)
         period = 2 * e - 2
-        spectra = [self._spectrum(e, s)[rows] for s in series]
+        spectra = [self._spectrum(e, s, rows) for s in series]
         spectrum = spectra[0][:, None] if len(spectra) == 1 else np.stack(spectra, axis=1)
         smoothed = np.fft.irfft(spectrum * _kernel_spectrum(sigma, e), period)[..., :e]
         inds = (t * (e - 1)).astype(int).clip(0, e - 2)  # relplot.kernels.interpolate
@@ -174,7 +193,7 @@ def _smece_at(grids: _WeightedGrids, sigma: float, rows: np.ndarray) -> np.ndarr
     e = _grid_size(sigma)
     points = max(round(10 / sigma), SMECE_MESH_PTS)
     residual = grids.smooth(sigma, np.linspace(0, 1, points), rows, (RESIDUAL,))[:, 0]
-    density = grids.grids(e)[rows, ONES] @ _interpolated_sum(sigma, points) + points * SMECE_DENSITY_EPS
+    density = grids.grids(e, rows)[:, ONES] @ _interpolated_sum(sigma, points) + points * SMECE_DENSITY_EPS
     return np.sum(np.abs(residual), axis=1) / density
 
 
@@ -206,20 +225,22 @@ def _bootstrap_smece(grids: _WeightedGrids, every: np.ndarray) -> np.ndarray:
     return value
 
 
-def bootstrap_smece(conf, hit, counts: np.ndarray) -> np.ndarray:
+def bootstrap_smece(conf, hit, counts: np.ndarray, sigma: float | None = None) -> np.ndarray:
     """The top-label smooth ECE of every resample (``counts``: B × N), a length-B array.
 
-    Each resample searches its own bandwidth with relplot's bisection
-    (:func:`trustcal.measures.calibration_errors.smece`): σ = 1 if σ ≥ smECE_σ already, otherwise ten
-    halvings of (0, 1] keeping the smallest σ tried with σ ≥ smECE_σ. The B searches run side by side:
-    at each step the resamples that try the same σ share one kernel, and their grids (the same E for
-    every σ ≥ 0.01) are spread and transformed once.
+    With ``sigma`` (the test set's σ*, :func:`smooth_measures`' default): smECE_σ of every resample, the
+    bandwidth held fixed (relplot's ``smECE_sigma`` on the drawn rows). Without: each resample searches its
+    own bandwidth with relplot's bisection (:func:`trustcal.measures.calibration_errors.smece`): σ = 1 if
+    σ ≥ smECE_σ already, otherwise ten halvings of (0, 1] keeping the smallest σ tried with σ ≥ smECE_σ.
+    The B searches run side by side: at each step the resamples that try the same σ share one kernel, and
+    their grids are spread and transformed once per grid size (the same E for every σ ≥ 0.01).
     """
     conf = np.asarray(conf, dtype=np.float64)
     hit = np.asarray(hit, dtype=np.float64)
     if counts.shape[1] != conf.size:
         raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {conf.size}")
-    return _bootstrap_smece(_shared_grids(conf, hit, counts), np.arange(len(counts)))
+    grids, every = _shared_grids(conf, hit, counts), np.arange(len(counts))
+    return _bootstrap_smece(grids, every) if sigma is None else _smece_at(grids, float(sigma), every)
 
 
 def _diagram(grids: _WeightedGrids, sigma: float, points: int, n: int, level: float, bands: bool) -> dict:
@@ -268,14 +289,21 @@ def smooth_reliability_of(top: TopLabel, counts: np.ndarray | None = None, point
     return _diagram(grids, sigma, points, n, level, counts is not None)
 
 
-def smooth_measures(top: TopLabel, counts: np.ndarray, points: int = 101, level: float = 0.95):
+def smooth_measures(
+    top: TopLabel, counts: np.ndarray, points: int = 101, level: float = 0.95, bandwidth: str = "shared"
+) -> tuple[np.ndarray, dict]:
     """(:func:`bootstrap_smece`, :func:`smooth_reliability`) of the top label ``top`` under the resample
-    ``counts`` (B × N), the same numbers, from one set of grids: the set itself and its B resamples
-    spread onto them once, in the confidence order ``top`` keeps, and its σ* the one its smooth ECE found."""
+    ``counts`` (B × N), from one set of grids: the set itself and its B resamples spread onto them once, in
+    the confidence order ``top`` keeps, at the σ* its smooth ECE found. ``bandwidth`` (:data:`SMECE_BANDWIDTHS`):
+    ``shared``, every resample's smooth ECE at that σ* (the grids the diagram reads); ``own``, each resample's
+    own search."""
     n = top.conf.size
     if counts.shape[1] != n:
         raise ValueError(f"counts have {counts.shape[1]} samples, the confidences {n}")
+    if bandwidth not in SMECE_BANDWIDTHS:
+        raise ValueError(f"bandwidth must be one of {SMECE_BANDWIDTHS}, got {bandwidth!r}")
     grids = _shared_grids(top.conf, top.hit, top.weights_in_order(counts), top.order)
-    replicates = _bootstrap_smece(grids, np.arange(1, len(counts) + 1))
     _, sigma = smece_of(top)
+    resamples = np.arange(1, len(counts) + 1)
+    replicates = _bootstrap_smece(grids, resamples) if bandwidth == "own" else _smece_at(grids, sigma, resamples)
     return replicates, _diagram(grids, sigma, points, n, level, True)

@@ -49,7 +49,7 @@ from trustcal.measures.limits import (
 from trustcal.measures.options import check_fields, setting
 from trustcal.measures.reliability import reliability_table_of
 from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverages, selective_areas
-from trustcal.measures.smooth import smooth_measures, smooth_reliability_of
+from trustcal.measures.smooth import SMECE_BANDWIDTHS, smooth_measures, smooth_reliability_of
 from trustcal.measures.trust import (
     REPRESENTATIVES,
     TRUST_COLUMNS,
@@ -103,7 +103,8 @@ class PredictionSet:
 class MetricParams:
     """The metrics' settings (the config's ``metrics:`` keys): ECE bin counts (the first is the ``ece`` column),
     NetTrustScore exponents, the trust density's bandwidth and grid, the geometric family's floor and bins, the
-    reliability and L2 bins, the refinement folds and the smooth reliability diagram's points."""
+    reliability and L2 bins, the refinement folds, the smooth reliability diagram's points and the bandwidth of the
+    smooth ECE's resamples."""
 
     ece_bins: tuple[int, ...] = setting(
         (10, 15),
@@ -137,6 +138,13 @@ class MetricParams:
         low=2,
         high=MAX_POINTS,
         cost=POINTS_COST,
+    )
+    smece_bandwidth: str = setting(
+        "shared",
+        "bandwidth of the smooth ECE's resamples: the test set's (shared) or each resample's own search "
+        "(docs/method.md §13.3)",
+        kind=str,
+        choices=SMECE_BANDWIDTHS,
     )
 
     def __post_init__(self):
@@ -562,7 +570,7 @@ def score_tables(
         tested = counts is not None and p.split == "test"
         smece, diagram = None, None  # the smooth ECE's replicates and diagram share their grids
         if tested:
-            smece, diagram = smooth_measures(top, counts, mp.smooth_points, bootstrap.level)
+            smece, diagram = smooth_measures(top, counts, mp.smooth_points, bootstrap.level, mp.smece_bandwidth)
         elif p.split in side_splits:
             diagram = smooth_reliability_of(top, None, mp.smooth_points)
         row, replicates = _score_row(p, top, mp, counts if tested else None, bootstrap, losses, smece)

@@ -1,7 +1,7 @@
 """The account of the real study, regenerated from a finished run of the workflow.
 
 ``python workflow/scripts/study_report.py RUN_DIR`` reads ``RUN_DIR/results/`` (a run of the paper's
-configuration, e.g. ``snakemake --cores 2 --configfile config.yaml workflow/study/config.yaml``) and writes
+configuration, e.g. ``snakemake --cores 2 --set-threads train=1 logits=1 --configfile config.yaml workflow/study/config.yaml``) and writes
 ``results/study/`` in this repository: ``study.md`` (the full account: the run, the tables and figures per
 dataset, every calibrator, the verdict with its contradictions, the runs beyond the paper's), the figures it
 shows, the per-epoch tables they come from (gzipped CSV, one row per seed and epoch), the verdict, the verdict
