@@ -64,13 +64,14 @@ def wall_seconds(run_dir: Path) -> float:
 
 def train_slots(run_dir: Path) -> int:
     """How many train jobs could run side by side in ``run_dir``'s last Snakemake invocation that ran one:
-    its ``Provided cores`` ÷ the train jobs' ``threads`` (1 when no log shows a train job)."""
+    its ``Provided cores`` ÷ the train jobs' ``threads`` (1 when no log shows a train job; a job's block
+    names its threads only when they are not 1)."""
     for log in sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log"), reverse=True):
         text = log.read_text(errors="replace")
         cores = re.search(r"^Provided cores: (\d+)", text, flags=re.M)
-        threads = [
-            int(t) for t in re.findall(r"^(?:local)?rule train:\n(?:    .*\n)*?    threads: (\d+)", text, flags=re.M)
-        ]
+        # a job's block: its indented lines; Snakemake leaves out "threads: 1"
+        blocks = re.findall(r"^(?:local)?rule train:\n((?:    .*\n?)*)", text, flags=re.M)
+        threads = [int(m.group(1)) if (m := re.search(r"^    threads: (\d+)", b, flags=re.M)) else 1 for b in blocks]
         if cores and threads:
             return max(1, int(cores.group(1)) // max(threads))
     return 1
