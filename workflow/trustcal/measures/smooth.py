@@ -145,6 +145,38 @@ class _WeightedGrids:
         residual = (t - inds * bucket) / bucket
         return smoothed[..., inds] * (1 - residual) + smoothed[..., inds + 1] * residual
 
+    def read_at(self, sigma: float, t: np.ndarray, rows: np.ndarray, series: Sequence[int]) -> np.ndarray:
+        """:meth:`smooth`'s values by direct summation: each point t reads two grid points, each the grid
+        weighted by the kernel folded back from the periodic even extension, so a few points t are one product
+        of the grids with E × len(t) weights (:func:`_readout_weights`) instead of a convolution of the whole
+        grid (the same sums in another order: float64 rounding apart)."""
+        e = _grid_size(sigma)
+        grids = self.grids(e, rows)[:, list(series)]
+        return (grids.reshape(-1, e) @ _readout_weights(sigma, e, tuple(t))).reshape(len(rows), len(series), len(t))
+
+
+@lru_cache(maxsize=64)
+def _readout_weights(sigma: float, e: int, t: tuple[float, ...]) -> np.ndarray:
+    """(E, len(t)): the weight of grid point j in the smoothed grid read at each t (relplot's linear
+    interpolation between the two grid points around t), the circular convolution of :meth:`_WeightedGrids.smooth`
+    written out: smoothed[g] = Σ_j grid[j]·(k[(g − j) mod L] + k[(g + j) mod L] for 0 < j < E − 1), k the
+    kernel :func:`_circular_kernel` places (read only)."""
+    t = np.asarray(t)
+    kernel = _circular_kernel(sigma, e)
+    period = kernel.size
+    inds = (t * (e - 1)).astype(int).clip(0, e - 2)  # relplot.kernels.interpolate
+    bucket = 1 / (e - 1)
+    residual = (t - inds * bucket) / bucket
+    j = np.arange(e)[:, None]
+    inner = ((j > 0) & (j < e - 1)).astype(np.float64)
+
+    def folded(g: np.ndarray) -> np.ndarray:  # (E, len(g)): the weight of grid point j in smoothed[g]
+        return kernel[(g[None, :] - j) % period] + inner * kernel[(g[None, :] + j) % period]
+
+    weights = folded(inds) * (1 - residual) + folded(inds + 1) * residual
+    weights.flags.writeable = False
+    return weights
+
 
 @lru_cache(maxsize=4096)
 def _kernel_spectrum(sigma: float, e: int) -> np.ndarray:
@@ -247,7 +279,7 @@ def _diagram(grids: _WeightedGrids, sigma: float, points: int, n: int, level: fl
     """The smooth reliability diagram (:func:`smooth_reliability`) of weighting 0 of ``grids`` (the set
     itself) at σ, with the band of the weightings after it when ``bands``."""
     t = np.linspace(0.0, 1.0, int(points))
-    smoothed = grids.smooth(sigma, t, np.arange(len(grids.counts) if bands else 1), (HIT, ONES))
+    smoothed = grids.read_at(sigma, t, np.arange(len(grids.counts) if bands else 1), (HIT, ONES))
     ((hits, dens),) = smoothed[:1]
     out = {
         "confidence": t,
