@@ -15,13 +15,25 @@ Reported per input and variant: the median and the fastest wall time, the median
 process's children: user + system, the figure workers included), and the ratio of each median wall time
 to that of ``no-figures`` in the same run.
 
+``--series FILES`` (``--series-files``; 1000 without a number) times a long epoch series instead: a
+directory of FILES prediction files ``epochNNNN.npy`` of n × k probabilities (one test set, its labels in
+one ``.npy`` beside the directory; epoch e's model is :func:`predictions`' with its own noise and
+sharpened by a factor growing with e, so that the epochs differ), assessed as a user does (a fresh
+process, ``trustcal assess DIR --labels labels.npy``, the default bootstrap of 200 resamples) with the
+default figures and with ``--no-figures``. Reported per variant: the wall and CPU time, the time per file,
+the phases that reported their duration on stderr (reading, assessing, figures: off a terminal a phase of
+5 s or more says how long it took), the load average, and the wall time against issue 31's target (60 s
+for 1,000 files on two cores); written to ``benchmarks/results/assess_series.csv``.
+
     python benchmarks/bench_assess.py [--n 10000] [--k 10] [--repeats 3] [--out CSV]
+    python benchmarks/bench_assess.py --series 1000 [--repeats 1] [--out CSV]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -52,12 +64,51 @@ def predictions(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.n
     return probs, labels, logits
 
 
-def run(args: list[str], out: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the process and its children) of one ``trustcal assess``."""
+SERIES_VARIANTS = {"figures": [], "no-figures": ["--no-figures"]}
+SERIES_TARGET_S = 60.0  # issue 31: 1,000 files of 10,000 x 10, default bootstrap, two cores
+SERIES_TARGET_FILES = 1000
+
+
+def write_series(directory: Path, files: int, n: int, k: int) -> Path:
+    """``files`` epochs of one test set as ``directory/epochNNNN.npy`` (probabilities), and the labels
+    file beside the directory (returned). Epoch e's logits are :func:`predictions`' own for seed e,
+    scaled by 0.6 + 0.8 e / files: the model grows sharper (more overconfident) over the series."""
+    directory.mkdir(parents=True)
+    _, labels, _ = predictions(n, k, seed=0)
+    for epoch in range(1, files + 1):
+        rng = np.random.default_rng(epoch)
+        logits = rng.normal(0, 1.5, (n, k))
+        logits[np.arange(n), labels] += 2.5
+        logits *= 1.8 * (0.6 + 0.8 * epoch / files)
+        z = np.exp(logits - logits.max(axis=1, keepdims=True))
+        np.save(directory / f"epoch{epoch:04d}.npy", z / z.sum(axis=1, keepdims=True))
+    labels_file = directory.parent / "labels.npy"
+    np.save(labels_file, labels)
+    return labels_file
+
+
+PHASE_LINE = re.compile(r"^(\w+): (\d+) \w+ in (?:(\d+) h (\d+) min|(\d+) min (\d+) s|([\d.]+) s)$")
+
+
+def phase_seconds(stderr: str) -> dict[str, float]:
+    """The phases that said how long they took (``reading: 1000 files in 12.3 s``, the plain lines of
+    ``trustcal assess`` off a terminal), in seconds."""
+    phases = {}
+    for line in stderr.splitlines():
+        m = PHASE_LINE.match(line.strip())
+        if m:
+            h, hm, mm, ms, s = m.group(3, 4, 5, 6, 7)
+            seconds = float(s) if s else 60 * float(mm) + float(ms) if mm else 3600 * float(h) + 60 * float(hm)
+            phases[m.group(1)] = seconds
+    return phases
+
+
+def run(args: list[str], out: Path, quiet: bool = True) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the process and its children, its stderr) of one ``trustcal assess``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "trustcal", "assess", *args, "--out", str(out), "--quiet"],
+        [sys.executable, "-m", "trustcal", "assess", *args, "--out", str(out), *(["--quiet"] if quiet else [])],
         capture_output=True,
         text=True,
     )
@@ -66,16 +117,94 @@ def run(args: list[str], out: Path) -> tuple[float, float]:
     if proc.returncode != 0:
         raise SystemExit(f"trustcal assess {' '.join(args)} failed:\n{proc.stderr}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    return wall, cpu, proc.stderr
+
+
+def bench_series(files: int, n: int, k: int, repeats: int, out: Path, variants=tuple(SERIES_VARIANTS)) -> None:
+    """Time ``trustcal assess`` on a series of ``files`` files (module docstring), write ``out``."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        labels = write_series(tmp / "series", files, n, k)
+        print(f"wrote {files} files of {n} x {k} in {time.perf_counter() - t0:.1f} s", flush=True)
+        given = [str(tmp / "series"), "--labels", str(labels)]
+        for rep in range(repeats):
+            for variant in variants:
+                extra = SERIES_VARIANTS[variant]
+                load = os.getloadavg()[0]
+                wall, cpu, stderr = run(given + extra, tmp / f"out-{rep}-{variant}", quiet=False)
+                phases = phase_seconds(stderr)
+                rows.append(
+                    dict(
+                        files=files,
+                        n=n,
+                        k=k,
+                        variant=variant,
+                        repeat=rep,
+                        wall_s=wall,
+                        cpu_s=cpu,
+                        per_file_ms=1000 * wall / files,
+                        reading_s=phases.get("reading"),
+                        assessing_s=phases.get("assessing"),
+                        figures_s=phases.get("figures"),
+                        load_before=load,
+                        load_after=os.getloadavg()[0],
+                    )
+                )
+                print(f"  {variant}: {wall:.1f} s wall, {cpu:.1f} s CPU, phases {phases}", flush=True)
+    table = pd.DataFrame(rows)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"trustcal assess on a series of {files} files of {n} x {k}, default bootstrap, {cores} cores")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    target = SERIES_TARGET_S * files / SERIES_TARGET_FILES
+    for variant, wall in table.groupby("variant", sort=False)["wall_s"].median().items():
+        print(
+            f"{variant}: {wall:.1f} s against the target of {target:.0f} s"
+            + (f" (60 s for {SERIES_TARGET_FILES} files, scaled)" if files != SERIES_TARGET_FILES else "")
+            + f": {'within' if wall <= target else 'over'} ({wall / target:.2f}x)"
+        )
+    print(f"written: {out}")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000, help="test samples (default 10000)")
     parser.add_argument("--k", type=int, default=10, help="classes (default 10)")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds over the variants (default 3)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/assess.csv"))
+    parser.add_argument("--repeats", type=int, help="rounds over the variants (default 3; a series: 1)")
+    parser.add_argument(
+        "--series",
+        "--series-files",
+        dest="series",
+        type=int,
+        nargs="?",
+        const=SERIES_TARGET_FILES,
+        metavar="FILES",
+        help=f"time a series of FILES prediction files instead (default {SERIES_TARGET_FILES}; one round "
+        "unless --repeats is given)",
+    )
+    parser.add_argument(
+        "--series-variants",
+        type=lambda text: text.split(","),
+        default=list(SERIES_VARIANTS),
+        metavar="LIST",
+        help=f"with --series: the variants to run, comma-separated (default {','.join(SERIES_VARIANTS)})",
+    )
+    parser.add_argument("--out", type=Path, help="CSV (default benchmarks/results/assess.csv, assess_series.csv)")
     args = parser.parse_args(argv)
+    if args.series is not None:
+        out = args.out or Path("benchmarks/results/assess_series.csv")
+        unknown = set(args.series_variants) - set(SERIES_VARIANTS)
+        if unknown:
+            parser.error(
+                f"unknown --series-variants {', '.join(sorted(unknown))}; choose from {', '.join(SERIES_VARIANTS)}"
+            )
+        bench_series(args.series, args.n, args.k, args.repeats or 1, out, args.series_variants)
+        return
+    args.out = args.out or Path("benchmarks/results/assess.csv")
+    args.repeats = args.repeats or 3
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,7 +228,7 @@ def main(argv=None) -> None:
         for rep in range(args.repeats):
             for source, given in inputs.items():
                 for variant, extra in VARIANTS.items():
-                    wall, cpu = run(given + extra, tmp / f"out-{rep}-{variant}")
+                    wall, cpu, _ = run(given + extra, tmp / f"out-{rep}-{variant}")
                     rows.append(dict(input=source, variant=variant, repeat=rep, wall_s=wall, cpu_s=cpu))
     timings = pd.DataFrame(rows)
     summary = (

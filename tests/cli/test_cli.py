@@ -283,6 +283,49 @@ def test_progress_off_a_terminal_is_plain_lines_for_long_work(series, tmp_path, 
     assert code == 0 and stderr.startswith("warning [renormalized]") and "assess" not in stderr
 
 
+@pytest.fixture
+def long_series(tmp_path):
+    """Six epochs: enough for trustcal assess to share the epochs out over forked workers (two cores)."""
+    d = tmp_path / "long"
+    d.mkdir()
+    for epoch in range(1, 7):
+        write_preds(d / f"epoch{epoch}.csv", seed=epoch)
+    return d
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals (the pty module) are POSIX only")
+def test_every_phase_of_a_series_shows_its_progress_on_a_terminal(long_series, tmp_path):
+    """A series assessed with its epochs in forked workers: a bar per phase (reading, assessing, figures),
+    each reaching its total, and the final timing."""
+    import os
+
+    code, shown = _in_a_pty(["assess", long_series, "--out", tmp_path / "out", "--bootstrap", 20], dict(os.environ))
+    assert code == 0, shown
+    figures = len(list((tmp_path / "out" / "figures").iterdir()))
+    for phase, total in (("reading", 6), ("assessing", 6), ("figures", figures)):
+        assert re.search(rf"{phase}: 100%.*\| {total}/{total} ", shown), (phase, shown)
+    assert re.search(r"^assessed 6 files in \d+\.\d s\r?$", shown, re.M), shown
+
+
+def test_every_phase_of_a_series_says_how_far_it_is_off_a_terminal(long_series, tmp_path, monkeypatch):
+    """Off a terminal, with a clock that ticks a second per look: plain lines per phase, the epochs
+    (assessed in forked workers) and the figures (drawn in forked workers) counted one at a time."""
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(cli.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(cli, "PLAIN_AFTER", 1.0)
+    monkeypatch.setattr(cli, "PLAIN_EVERY", 1.0)
+    code, _, stderr = run("assess", long_series, "--out", tmp_path / "out", "--bootstrap", 20)
+    assert code == 0 and "\r" not in stderr, stderr
+    figures = len(list((tmp_path / "out" / "figures").iterdir()))
+    for phase, unit, total in (("reading", "files", 6), ("assessing", "epochs", 6), ("figures", "figures", figures)):
+        said = [line for line in stderr.splitlines() if line.startswith(f"{phase}: ")]
+        # a line per item as it is reached (the clock ticks at least a second between two), then the total
+        assert [re.match(rf"{phase}: (\d+)/{total} {unit}, ", line).group(1) for line in said[:-1]] == [
+            str(i) for i in range(total)
+        ], stderr
+        assert re.fullmatch(rf"{phase}: {total} {unit} in \d+\.0 s", said[-1]), stderr
+
+
 def test_durations_read_as_a_person_would_say_them():
     assert [cli._duration(s) for s in (4.24, 59.96, 192, 3725)] == ["4.2 s", "60.0 s", "3 min 12 s", "1 h 02 min"]
 

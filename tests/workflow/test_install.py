@@ -18,7 +18,15 @@ import pytest
 from helpers.workflow import REPO
 
 HEAVY = ("torch", "torchvision", "snakemake", "jsonschema")
-LIGHT_DEPENDENCIES = ["numpy>=1.26", "pandas>=2.1", "matplotlib>=3.8", "seaborn>=0.13", "tqdm>=4.60", "pyyaml>=6.0"]
+LIGHT_DEPENDENCIES = [
+    "numpy>=1.26",
+    "pandas>=2.1",
+    "matplotlib>=3.8",
+    "seaborn>=0.13",
+    "tqdm>=4.60",
+    "pyyaml>=6.0",
+    "threadpoolctl>=3.1",
+]
 
 # Imports everything `trustcal assess` and the API use, runs both on a small file (figures included)
 # and prints the heavy modules that got imported.

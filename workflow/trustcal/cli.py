@@ -504,7 +504,7 @@ def run_assess(args) -> int:
         paper_claims=args.paper_claims,
         claims=args.claims,
         progress=show,
-        processes=available_cores(),  # figures drawn in parallel: a fresh process of our own, safe to fork
+        processes=available_cores(),  # a series' tables and the figures in parallel: a fresh process, safe to fork
         wording=cli_words,
     )
     if show is not no_progress:

@@ -16,6 +16,8 @@ than the raw model" is a statement about the reported number.
 scikit-learn's ``log_loss`` (it clips to [eps, 1 − eps]) and of netcal's probability inputs,
 so trustcal's NLL equals theirs to rounding even on predictions with zeros; a sample whose
 true class got probability 0 costs −log eps ≈ 36.04 nats.
+
+:func:`one_blas_thread` holds BLAS at one thread, for numbers that must not depend on the cores.
 """
 
 from __future__ import annotations
@@ -23,6 +25,17 @@ from __future__ import annotations
 import numpy as np
 
 PROB_FLOOR: float = float(np.finfo(np.float64).eps)
+
+
+def one_blas_thread():
+    """BLAS held at one thread while the returned context lasts (threadpoolctl's ``threadpool_limits``). A
+    float32 product's last bits depend on how many threads summed it, so the tables of ``trustcal assess``
+    are computed so, as the workflow's one-thread jobs compute theirs (Snakemake sets a job's BLAS threads
+    to its ``threads``); two forked workers of a BLAS with a thread per core would also run four threads on
+    two cores, several times slower than one process. The calibrators' small iterative fits run so too."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, user_api="blas")
 
 
 def log_softmax(logits) -> np.ndarray:

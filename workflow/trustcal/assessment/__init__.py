@@ -9,9 +9,10 @@ Shared by ``trustcal assess`` (:mod:`trustcal.cli`), the Python API (:mod:`trust
 - :mod:`~trustcal.assessment.fit`: the calibrators, fitted on each file's validation predictions (where
   there are any; temperature scaling by default, as in the workflow);
 - :mod:`~trustcal.assessment.tables`: the workflow's own tables (every prediction file is the test
-  split), :func:`assess_loaded`;
+  split; a series' epochs in forked processes where that is safe), :func:`assess_loaded`;
 - :mod:`~trustcal.assessment.summary`: the one-screen summary and the JSON document;
 - :mod:`~trustcal.assessment.figures`: the figures, drawn in forked processes where that is safe;
+- :mod:`~trustcal.assessment.workers`: the forked processes that share out the figures and a series' epochs;
 - :mod:`~trustcal.assessment.output`: everything written into a temporary directory whose files take their
   places in the output directory only once it is complete (:func:`assess_to_dir`), so a failure leaves no
   partial output, and a file there that trustcal did not write stays;

@@ -5,8 +5,9 @@ except on a full disk (:class:`~trustcal.files.DiskError`), which stops the asse
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
-import sys
 import warnings as pywarnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.assessment.result import Assessment, Progress, no_progress
+from trustcal.assessment.workers import forked, worker_count
 from trustcal.files import PAPER_CALIBRATOR, RAW, DiskError, disk_error, full_disk_cause
 from trustcal.predictions import InputWarning
 from trustcal.reporting.figures.registry import CALIBRATOR_SECTION, FIGURES
@@ -104,14 +106,9 @@ def draw_figures(
 
 
 def figure_workers(figures: int, processes: int) -> int:
-    """Processes that draw ``figures`` figures: at most ``processes`` (the caller's share of the cores:
-    the CLI's every core, a workflow job's threads), at most one per figure. Forked, so that they share
-    the tables and the imported matplotlib; where fork is not safe (macOS, Windows) this process alone.
-    The library's default is 1, this process alone: forking a process with threads of its own (a
-    notebook's kernel) is not safe."""
-    if sys.platform != "linux" or figures < 2:
-        return 1
-    return max(1, min(figures, processes, len(os.sched_getaffinity(0))))
+    """Processes that draw ``figures`` figures (:func:`~trustcal.assessment.workers.worker_count`): at
+    most ``processes``, at most one per figure, forked where that is safe, else this process alone."""
+    return worker_count(figures, processes)
 
 
 def available_cores() -> int:
@@ -137,39 +134,25 @@ def _draw_quietly(draw: Callable, paths: list[Path]) -> str | None:
     return None
 
 
-_FORKED: list[tuple[Callable, list[Path]]] = []  # the figures of the forked workers: inherited, never pickled
-
-
-def _draw_forked(i: int) -> str | None:
-    return _draw_quietly(*_FORKED[i])
-
-
 def _drawn(jobs: list[tuple[Callable, list[Path]]], workers: int) -> Iterable[str | None]:
-    """What :func:`_draw_quietly` says of each job, in order, each as soon as it is drawn; its
+    """What :func:`_draw_quietly` says of each job, in order, each as soon as it is drawn (in ``workers``
+    forked processes, :func:`~trustcal.assessment.workers.forked`); its
     :class:`~trustcal.files.DiskError`, raised in a worker, is raised here (the figures not yet begun
     cancelled)."""
     if workers < 2:
         yield from (_draw_quietly(draw, paths) for draw, paths in jobs)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     from trustcal.reporting.figures import style
 
     style.set_style()  # matplotlib imported once, before the fork
-    _FORKED[:] = jobs
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_draw_forked, i) for i in range(len(jobs))]
-            for future in futures:
-                try:
-                    result = future.result()
-                except DiskError:
-                    for other in futures:
-                        other.cancel()
-                    raise
-                except Exception as exc:  # a worker that died (memory): that figure is skipped
-                    result = f"{type(exc).__name__}: {exc}"
-                yield result
-    finally:
-        _FORKED.clear()
+    with contextlib.closing(
+        forked([functools.partial(_draw_quietly, draw, paths) for draw, paths in jobs], workers)
+    ) as futures:
+        for future in futures:
+            try:
+                (result,) = future.result()
+            except DiskError:
+                raise
+            except Exception as exc:  # a worker that died (memory): that figure is skipped
+                result = f"{type(exc).__name__}: {exc}"
+            yield result

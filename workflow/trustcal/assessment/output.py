@@ -190,8 +190,8 @@ def assess_to_dir(
     about that dataset (the shipped claims file, :data:`trustcal.reporting.verdict.PAPER_CLAIMS_FILE`);
     ``claims``: a claims file of one's own (docs/claims.md), judged on the series: verdict.md and
     verdict.csv, a bad file failing before anything is read. ``progress`` shows the reading of the files and the drawing of the figures;
-    ``processes``: how many processes may draw the figures
-    (:func:`~trustcal.assessment.figures.figure_workers`); ``wording`` puts the warnings of
+    ``processes``: how many processes may compute the tables of a series and draw the figures
+    (:func:`~trustcal.assessment.workers.worker_count`); ``wording`` puts the warnings of
     ``warnings.txt`` in the caller's words."""
     sources = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
     if claims is not None:
@@ -200,7 +200,7 @@ def assess_to_dir(
         load_claims(claims)  # a bad claims file: its one-line error before the predictions are read
     kept: list[str] = []
     with atomic_directory(out, MARKER, kept) as tmp:
-        a = assess_files(sources, read, settings, history=history, progress=progress)
+        a = assess_files(sources, read, settings, history=history, progress=progress, processes=processes)
         calibration = settings.calibration
         meta = dict(
             sources=sources,

@@ -105,6 +105,7 @@ def assess_files(
     *,
     history: str | Path | None = None,
     progress: Progress = no_progress,
+    processes: int = 1,
 ) -> Assessment:
     """Read, check and assess the predictions named by ``sources`` (files, directories, globs).
 
@@ -112,7 +113,8 @@ def assess_files(
     its calibrators are fitted on each file's validation predictions, docs/method.md §2, see
     :func:`~trustcal.assessment.fit.predictions_of`; its bootstrap, None: none, puts percentile intervals
     on the test split's numbers). ``history``: the training history (a file), else one found beside the
-    predictions (:func:`~trustcal.predictions.history_beside`)."""
+    predictions (:func:`~trustcal.predictions.history_beside`). ``processes``: how many processes may
+    compute the tables of a series (:func:`~trustcal.assessment.tables.assessment_tables`)."""
     warnings: list[InputWarning] = []
     sources = [sources] if isinstance(sources, (str, Path)) else sources
     try:
@@ -143,4 +145,5 @@ def assess_files(
         history=history_table,
         history_file=Path(history) if history else None,
         progress=progress,
+        processes=processes,
     )

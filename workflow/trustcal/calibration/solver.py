@@ -12,11 +12,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from trustcal.numerics import one_blas_thread
 
 FTOL = 1e-14  # L-BFGS-B ftol: relative decrease of the loss per step, near float64 round-off
 NEWTON_MAX_ITER = 50  # Newton steps before L-BFGS-B takes over
@@ -29,15 +30,6 @@ ARMIJO_C = 1e-4  # sufficient decrease: the loss falls by at least this fraction
 ARMIJO_HALVINGS = 50  # step halvings before a Newton step counts as stalled
 
 LossGrad = Callable[[np.ndarray], tuple[float, np.ndarray]]
-
-
-def one_blas_thread():
-    """Limit BLAS to one thread where threadpoolctl (a scikit-learn dependency) is installed."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 @dataclass(frozen=True)
