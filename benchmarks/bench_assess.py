@@ -22,7 +22,7 @@ sharpened by a factor growing with e, so that the epochs differ), assessed as a 
 process, ``trustcal assess DIR --labels labels.npy``, the default bootstrap of 200 resamples) with the
 default figures and with ``--no-figures``. Reported per variant: the wall and CPU time, the time per file,
 the phases that reported their duration on stderr (reading, assessing, figures: off a terminal a phase of
-5 s or more says how long it took), the load average, and the wall time against issue 31's target (60 s
+5 s or more says how long it took), the load average, and the wall time against the target (60 s
 for 1,000 files on two cores); written to ``benchmarks/results/assess_series.csv``.
 
     python benchmarks/bench_assess.py [--n 10000] [--k 10] [--repeats 3] [--out CSV]
@@ -65,7 +65,7 @@ def predictions(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 SERIES_VARIANTS = {"figures": [], "no-figures": ["--no-figures"]}
-SERIES_TARGET_S = 60.0  # issue 31: 1,000 files of 10,000 x 10, default bootstrap, two cores
+SERIES_TARGET_S = 60.0  # the target: 1,000 files of 10,000 x 10, default bootstrap, two cores
 SERIES_TARGET_FILES = 1000
 
 
