@@ -7,12 +7,14 @@ a Gaussian. A resample of the test set (:func:`trustcal.measures.bootstrap.resam
 changes the weights, w_i copies of sample i, so the grids of all B resamples are B weighted sums over
 the same N samples (one pass in increasing confidence) and their convolutions one batch of FFTs.
 
-* :func:`bootstrap_smece` — the smooth ECE of every resample, each with its own bandwidth search: the
-  replicate equals :func:`trustcal.measures.metrics.smece` on the resample's rows (float64 rounding).
+* :func:`bootstrap_smece` — the smooth ECE of every resample at a given bandwidth (the test set's σ*:
+  relplot's ``smECE_sigma`` on the resample's rows), or each with its own bandwidth search (then the
+  replicate equals :func:`trustcal.measures.metrics.smece` on the resample's rows), to float64 rounding.
 * :func:`smooth_reliability` — E[hit | confidence = t] smoothed at the test set's bandwidth σ*, on a mesh
   of t, with the density of the confidences and, given resamples, the percentile band of the resamples'
   curves at the same σ* (relplot's ``prepare_rel_diagram`` draws its band the same way, from its own
-  random resamples).
+  random resamples); read from the grids at the points t directly.
+* :func:`smooth_measures` — both for one top label, from one set of grids (the scores stage's call).
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ class _WeightedGrids:
         """:meth:`smooth`'s values by direct summation: each point t reads two grid points, each the grid
         weighted by the kernel folded back from the periodic even extension, so a few points t are one product
         of the grids with E × len(t) weights (:func:`_readout_weights`) instead of a convolution of the whole
-        grid (the same sums in another order: float64 rounding apart)."""
+        grid. The same sums in another order, without the FFT's round-off (relative to the largest grid value,
+        so large where the density is near 0 and a ratio divides by it)."""
         e = _grid_size(sigma)
         grids = self.grids(e, rows)[:, list(series)]
         return (grids.reshape(-1, e) @ _readout_weights(sigma, e, tuple(t))).reshape(len(rows), len(series), len(t))
