@@ -1014,8 +1014,10 @@ def test_history_beside_a_series_is_used_unless_another_is_given(tmp_path):
 
 def test_tables_computed_an_epoch_at_a_time_equal_those_of_one_call():
     """assessment_tables (per epoch, so that progress can follow a long series) gives the tables of one
-    call of trust_tables and score_tables on every epoch: same tables, columns, rows and order."""
+    call of trust_tables and score_tables on every epoch: same tables, columns, rows and order (BLAS at one
+    thread, as assessment_tables holds it: a product's last bits depend on its threads)."""
     from trustcal.assessment import assessment_tables
+    from trustcal.numerics import one_blas_thread
     from trustcal.reporting.tables import PredictionSet, score_tables, trust_tables
 
     rng = np.random.default_rng(3)
@@ -1031,7 +1033,8 @@ def test_tables_computed_an_epoch_at_a_time_equal_those_of_one_call():
     seen = []
     settings = Settings(trust=params[0], metrics=params[1], sweep=params[2], bootstrap=boot)
     got = assessment_tables(preds, settings, progress=lambda items, what, unit: seen.append(what) or items)
-    want = {**trust_tables(preds, params[0], params[2], boot), **score_tables(preds, params[1], boot)}
+    with one_blas_thread():
+        want = {**trust_tables(preds, params[0], params[2], boot), **score_tables(preds, params[1], boot)}
     assert list(got) == list(want) and seen == ["assessing"]
     for name in want:
         pd.testing.assert_frame_equal(got[name], want[name], check_exact=True, obj=name)
