@@ -221,6 +221,18 @@ def _overconfident(n, k, seed, scale):
     return p / p.sum(axis=1, keepdims=True), labels
 
 
+def _smooth_case(case: str, n: int, seed: int, label_seed: int):
+    """(probs, labels, conf, hit) of n overconfident 5-class predictions; "nearly calibrated": the labels drawn
+    from the probabilities (calibrated by construction); "ties": the first quarter one repeated prediction."""
+    probs, labels = _overconfident(n, 5, seed=seed, scale=3.0)
+    if case.startswith("nearly"):
+        rng = np.random.default_rng(label_seed)
+        labels = (rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1).clip(0, 4)
+    if case == "ties":
+        probs[: n // 4] = probs[0]
+    return probs, labels, probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+
+
 @pytest.mark.parametrize(
     "case", ["overconfident", "nearly calibrated (σ < 0.01 tried: larger grids)", "ties", "one sample"]
 )
@@ -232,13 +244,7 @@ def test_each_smooth_ece_resample_equals_the_smooth_ece_of_its_drawn_rows(case):
     from trustcal.measures.smooth import bootstrap_smece
 
     n = {"one sample": 1, "nearly calibrated (σ < 0.01 tried: larger grids)": 20_000}.get(case, 2000)
-    probs, labels = _overconfident(n, 5, seed=21, scale=3.0)
-    if case.startswith("nearly"):  # labels drawn from the probabilities: calibrated by construction
-        rng = np.random.default_rng(8)
-        labels = (rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1).clip(0, 4)
-    if case == "ties":
-        probs[: n // 4] = probs[0]
-    conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    probs, labels, conf, hit = _smooth_case(case, n, seed=21, label_seed=8)
     counts = resample_counts(n, BootstrapParams(resamples=8, seed=2))
     got = bootstrap_smece(conf, hit, counts)
     sigmas = []
@@ -262,13 +268,7 @@ def test_each_shared_bandwidth_resample_is_relplots_smooth_ece_of_its_drawn_rows
     from trustcal.measures.smooth import bootstrap_smece
 
     n = 20_000 if case.startswith("nearly") else 2000
-    probs, labels = _overconfident(n, 5, seed=25, scale=3.0)
-    if case.startswith("nearly"):  # labels drawn from the probabilities: calibrated by construction
-        rng = np.random.default_rng(10)
-        labels = (rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1).clip(0, 4)
-    if case == "ties":
-        probs[: n // 4] = probs[0]
-    conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    probs, labels, conf, hit = _smooth_case(case, n, seed=25, label_seed=10)
     _, sigma = metrics.smece(probs, labels, return_sigma=True)
     assert (sigma < 0.01) == case.startswith("nearly")
     counts = resample_counts(n, BootstrapParams(resamples=6, seed=4))
@@ -282,7 +282,7 @@ def test_each_shared_bandwidth_resample_is_relplots_smooth_ece_of_its_drawn_rows
 
 def test_smooth_diagram_is_relplots_kernel_smoother_and_its_band_the_drawn_rows():
     """The curve is relplot's KernelSmoother with the reflected Gaussian kernel at the smooth ECE's bandwidth
-    (relplot convolves by direct summation, we by FFT: a few ε times the grid size apart), the density its
+    (both sum directly over the grid, in another order: within a few ε times the grid size), the density its
     ``kde`` with the same kernel; each resample's curve is relplot's
     smoother fitted on the drawn rows, and the band their percentiles."""
     from relplot.estimators import KernelSmoother
