@@ -616,10 +616,13 @@ def write_arrays(path, **changes):
         ({"classes": np.array(["a", None, "c"], dtype=object)}, ["classes", "Python objects"]),
         (
             {"y_train": np.array([0, 1, 2, 5] * 3), "classes": np.array(["a", "b", "c"])},
-            ["y_train", "label(s) 5 outside 0..2", "number the classes"],
+            ["y_train holds label 5 (3 images), outside the 3 classes", "name every class"],
         ),
-        ({"y_test": np.array([0, 1, 2, 3, 0, 1])}, ["y_test", "label 3", "training labels' range 0..2"]),
-        ({"y_train": -np.ones(12, int)}, ["y_train", "label -1", "number the classes"]),
+        (
+            {"y_test": np.array([0, 1, 2, 3, 0, 1])},
+            ["label 3 (1 image) in y_test only", "K is the largest label + 1 (4)"],
+        ),
+        ({"y_train": -np.ones(12, int)}, ["y_train holds label -1 (12 images), below 0", "number the classes"]),
         ({"y_test": None}, ["no array y_test", "numpy.savez"]),
         ({"x_test": np.zeros((6, 3, 6, 6), np.uint8)}, ["x_train's images are (3, 5, 5)", "(3, 6, 6)"]),
         ({"x_train": np.zeros((12, 48), np.uint8)}, ["x_train", "shape (12, 48)", "(N, C, H, W)"]),
@@ -627,7 +630,10 @@ def write_arrays(path, **changes):
         ({"y_train": np.linspace(0, 2, 12)}, ["y_train", "float64", "integers 0..K−1"]),
         ({"y_train": np.eye(3)[np.arange(12) % 3]}, ["y_train", "one-hot", "numpy.argmax"]),
         ({"y_train": np.arange(11) % 3}, ["y_train", "not 12 integer labels"]),
-        ({"classes": np.array(["a", "b"])}, ["y_train", "label(s) 2 outside 0..1"]),
+        (
+            {"classes": np.array(["a", "b"])},
+            ["y_train holds label 2 (4 images); y_test holds label 2 (2 images), outside the 2 classes"],
+        ),
     ],
 )
 def test_npz_refusals_name_the_file_the_array_and_the_fix(tmp_path, changes, texts):
@@ -652,7 +658,7 @@ def test_npz_file_refusals(tmp_path):
     (tmp_path / "text.npz").write_text("x")
     with pytest.raises(checksums.DatasetUnavailable) as err:
         data.download(npz_spec(tmp_path / "text.npz"), tmp_path)
-    assert_refusal(err, tmp_path / "text.npz", "not a readable .npz")
+    assert_refusal(err, tmp_path / "text.npz", "not an .npz archive")
     path = write_arrays(tmp_path / "named.npz", classes=np.array(["a", "b", "c"]))
     with pytest.raises(checksums.DatasetUnavailable) as err:
         data.load_raw(npz_spec(path, classes=("a", "b", "d")), tmp_path)

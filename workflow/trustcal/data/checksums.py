@@ -157,7 +157,8 @@ def write_extracted(target: Path, content: bytes) -> None:
 
 
 def check_labels(spec: DatasetSpec, y: np.ndarray, num_classes: int, where: str | Path, fix: str) -> None:
-    """Refuse labels outside 0..num_classes−1 (a network has one output per class)."""
+    """Refuse labels outside 0..num_classes−1 (a network has one output per class); ``fix``: what follows
+    the message's "Fix: "."""
     bad = np.unique(y[(y < 0) | (y >= num_classes)])
     if len(bad):
         shown = ", ".join(map(str, bad[:5].tolist())) + (", …" if len(bad) > 5 else "")

@@ -26,6 +26,23 @@ def split_validation(n: int, validation_split: float = 0.1) -> int:
     return int(math.ceil(n * (1.0 - validation_split)))
 
 
+def check_split(name: str, source: str | Path, n: int, validation_split: float) -> int:
+    """:func:`split_validation` of ``n`` training images, refused when the training or the validation split
+    would be empty (the validation split is where calibration is fitted); ``source``: where they were read."""
+    cut = split_validation(n, validation_split)
+    if 0 < cut < n:
+        return cut
+    need = next(m for m in range(max(n, 2), n + 10_000) if 0 < split_validation(m, validation_split) < m)
+    larger = next((v / 100 for v in range(1, 100) if 0 < split_validation(n, v / 100) < n), None)
+    raise TrustcalError(
+        f"{name}: {source}: {n} training image{'' if n == 1 else 's'}, of which validation_split: {validation_split} "
+        f"takes the last n − ⌈n × (1 − {validation_split})⌉ = {n} − {cut} = {n - cut} for validation, so the "
+        f"{'validation' if cut == n else 'training'} split would be empty. "
+        f"Fix: give the dataset at least {need} training images"
+        + (f", or set validation_split: {larger} (or more) in the configuration." if larger else ".")
+    )
+
+
 def prepare(
     dataset: DatasetSpec | str,
     data_dir: str | Path,
@@ -44,7 +61,8 @@ def prepare(
 
     spec = as_dataset_spec(dataset)
     raw = load_dataset(spec, data_dir, verify_checksums=verify_checksums)
-    cut = split_validation(len(raw.x_train), validation_split)
+    source = spec.path if spec.kind in registry.USER_KINDS else data_dir
+    cut = check_split(spec.name, source, len(raw.x_train), validation_split)
     arrays = dict(
         x_train=raw.x_train[:cut],
         y_train=raw.y_train[:cut],

@@ -104,5 +104,7 @@ def _read_svhn_mat(spec: DatasetSpec, path: Path, md5: str) -> list[np.ndarray]:
         )
     labels = y.astype(np.int64).reshape(-1)
     labels[labels == 10] = 0  # SVHN's label 10 is the digit 0, as torchvision maps it
-    check_labels(spec, labels, len(spec.classes), path, f"labels are 1..10 (10: the digit 0). {fix}.")
+    check_labels(
+        spec, labels, len(spec.classes), path, f"{fix.removeprefix('Fix: ')} with labels 1..10 (10: the digit 0)."
+    )
     return [np.ascontiguousarray(x.transpose(3, 2, 0, 1)), labels]

@@ -13,7 +13,7 @@ import numpy as np
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from trustcal import registry
-from trustcal.data.checksums import DatasetUnavailable, RawDataset, check_labels
+from trustcal.data.checksums import DatasetUnavailable, RawDataset
 from trustcal.registry import DatasetSpec
 
 log = logging.getLogger(__name__)
@@ -58,10 +58,18 @@ def _list_imagefolder(spec: DatasetSpec) -> _Folder:
     for folder in (root, root / "train", root / "test"):
         if not folder.is_dir():
             raise DatasetUnavailable(f"{spec.name}: {folder}: no such folder. {_imagefolder_layout_fix(spec)}")
+    inside = root.resolve()
+    for folder in (root / "train", root / "test"):
+        _refuse_link_out(spec, inside, folder)
     classes = tuple(sorted(entry.name for entry in os.scandir(root / "train") if entry.is_dir()))
     if not classes:
         raise DatasetUnavailable(
             f"{spec.name}: {root / 'train'}: no class folder in it. {_imagefolder_layout_fix(spec)}"
+        )
+    if len(classes) == 1:
+        raise DatasetUnavailable(
+            f"{spec.name}: {root / 'train'}: dataset {spec.name} has one class ({classes[0]}); calibration needs "
+            f"at least 2. Fix: add a folder of another class's images in {root / 'train'}/ and {root / 'test'}/."
         )
     unknown = sorted(entry.name for entry in os.scandir(root / "test") if entry.is_dir() and entry.name not in classes)
     if unknown:
@@ -76,7 +84,10 @@ def _list_imagefolder(spec: DatasetSpec) -> _Folder:
             f"{root / 'train'} are {', '.join(classes)} (label i is the i-th of them, sorted by name). Fix: list "
             "those folders, in that order, under classes:, or leave classes: out."
         )
-    train, test = _image_files(root / "train", classes), _image_files(root / "test", classes)
+    train, test = (
+        _image_files(spec, inside, root / "train", classes),
+        _image_files(spec, inside, root / "test", classes),
+    )
     empty = [c for i, c in enumerate(classes) if not any(label == i for _, label in train)]
     if empty or not test:
         where = root / "train" / empty[0] if empty else root / "test"
@@ -87,15 +98,41 @@ def _list_imagefolder(spec: DatasetSpec) -> _Folder:
     return _Folder(classes, train, test)
 
 
-def _image_files(folder: Path, classes: tuple[str, ...]) -> list[tuple[Path, int]]:
-    """(file, label) of the images in ``folder/<class>/``, in torchvision's make_dataset order."""
+def _image_files(spec: DatasetSpec, inside: Path, folder: Path, classes: tuple[str, ...]) -> list[tuple[Path, int]]:
+    """(file, label) of the images in ``folder/<class>/``, in torchvision's make_dataset order. Links are
+    followed while their targets stay in ``inside`` (the dataset's folder, resolved); a link out of it, or
+    a folder link back to a folder that holds it (a loop), is refused."""
     out = []
     for label, name in enumerate(classes):
-        if not (folder / name).is_dir():
+        top = folder / name
+        if not top.is_dir():
             continue
-        for root, _, filenames in sorted(os.walk(folder / name, followlinks=True)):
-            out += [(Path(root) / f, label) for f in sorted(filenames) if f.lower().endswith(IMG_EXTENSIONS)]
+        _refuse_link_out(spec, inside, top)
+        found = []
+        for here, dirnames, filenames in os.walk(top, followlinks=True):
+            here = Path(here)
+            for d in dirnames:
+                _refuse_link_out(spec, inside, here / d)
+                if (here / d).is_symlink() and here.resolve().is_relative_to((here / d).resolve()):
+                    raise DatasetUnavailable(
+                        f"{spec.name}: {here / d}: a link to {(here / d).resolve()}, a folder that holds it (a "
+                        "loop). Fix: remove the link, or replace it with a copy of the images it should add."
+                    )
+            images = sorted(f for f in filenames if f.lower().endswith(IMG_EXTENSIONS))
+            for f in images:
+                _refuse_link_out(spec, inside, here / f)
+            found.append((str(here), images))
+        out += [(Path(here) / f, label) for here, images in sorted(found) for f in images]
     return out
+
+
+def _refuse_link_out(spec: DatasetSpec, inside: Path, path: Path) -> None:
+    """Refuse ``path`` when it is a link whose target (resolved) lies outside ``inside``."""
+    if path.is_symlink() and not (target := path.resolve()).is_relative_to(inside):
+        raise DatasetUnavailable(
+            f"{spec.name}: {path}: a link to {target}, outside the dataset's folder {spec.path}; links out of it "
+            f"are refused. Fix: copy what it points to into {spec.path}, or remove the link."
+        )
 
 
 def _open_image(spec: DatasetSpec, path: Path):
@@ -176,15 +213,49 @@ def _npz_fix(spec: DatasetSpec) -> str:
     )
 
 
+def _npz_elsewhere_fix(spec: DatasetSpec) -> str:
+    """The fix for a path that holds something else: point path: at an ``.npz`` (never overwrite what is there)."""
+    return (
+        f"Fix: set path: in the dataset {spec.name} of your setups: to an .npz file, written by "
+        "numpy.savez(file, x_train=…, y_train=…, x_test=…, y_test=…)."
+    )
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
 def _open_npz(spec: DatasetSpec):
-    """The user's ``.npz`` opened without pickles, holding every array of :data:`NPZ_KEYS`."""
+    """The user's ``.npz`` opened without pickles, holding every array of :data:`NPZ_KEYS`. A file that is
+    not a zip archive is refused before NumPy reads it (NumPy would try it as a pickle)."""
     path = Path(spec.path)
-    if not path.is_file():
+    if path.is_dir():
+        raise DatasetUnavailable(f"{spec.name}: {path}: a directory, not an .npz file. {_npz_elsewhere_fix(spec)}")
+    if not path.exists():
         raise DatasetUnavailable(f"{spec.name}: {path}: no such file. {_npz_fix(spec)}.")
+    if not path.is_file():
+        raise DatasetUnavailable(f"{spec.name}: {path}: not a regular file. {_npz_elsewhere_fix(spec)}")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_NPY_MAGIC))
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as exc:
+        raise DatasetUnavailable(
+            f"{spec.name}: {path}: cannot be read ({exc.strerror or exc}). Fix: make it readable, or correct "
+            f"path: in the dataset {spec.name} of your setups:."
+        ) from None
+    if head == _NPY_MAGIC:
+        raise DatasetUnavailable(f"{spec.name}: {path}: one array (a .npy file), not named arrays. {_npz_fix(spec)}.")
+    if not is_zip:
+        raise DatasetUnavailable(
+            f"{spec.name}: {path}: not an .npz archive (an .npz is a zip of .npy arrays; this file is not a zip, "
+            f"or a truncated one). {_npz_elsewhere_fix(spec)}"
+        )
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise DatasetUnavailable(f"{spec.name}: {path}: not a readable .npz file ({exc}). {_npz_fix(spec)}.") from None
+        raise DatasetUnavailable(
+            f"{spec.name}: {path}: not a readable .npz archive ({type(exc).__name__}). {_npz_elsewhere_fix(spec)}"
+        ) from None
     if not isinstance(data, np.lib.npyio.NpzFile):
         raise DatasetUnavailable(f"{spec.name}: {path}: one array (a .npy file), not named arrays. {_npz_fix(spec)}.")
     missing = [key for key in NPZ_KEYS if key not in data.files]
@@ -243,9 +314,21 @@ def _npz_images(spec: DatasetSpec, x: np.ndarray, key: str) -> np.ndarray:
     if len(x) == 0:
         raise DatasetUnavailable(f"{where} holds no image. Fix: save the images in {key}.")
     if x.dtype.kind == "f":
-        if not np.isfinite(x).all() or x.min() < 0 or x.max() > 1:
+        if not (finite := np.isfinite(x)).all():
+            nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
+            counts = " and ".join(text for n, text in ((nan, f"{nan} NaN"), (inf, f"{inf} infinite")) if n) + (
+                " value" if nan + inf == 1 else " values"
+            )
+            first = int(np.argmin(finite.reshape(len(x), -1).all(axis=1)))
             raise DatasetUnavailable(
-                f"{where} holds floats outside [0, 1] (from {np.nanmin(x)} to {np.nanmax(x)}, or not finite). "
+                f"{where} holds {counts} (of {x.size}; the first in image {first}), not pixels. Fix: replace "
+                f"them (or drop those images and their labels) and save {key} as uint8 pixels 0..255, or as "
+                "floats in [0, 1]."
+            )
+        if x.min() < 0 or x.max() > 1:
+            outside = int(((x < 0) | (x > 1)).sum())
+            raise DatasetUnavailable(
+                f"{where} holds floats outside [0, 1] ({outside} of {x.size} values; from {x.min()} to {x.max()}). "
                 f"Fix: save {key} as uint8 pixels 0..255, or as floats in [0, 1]."
             )
         log.info("%s: %s: %s holds floats in [0, 1]: converted to uint8 as round(x · 255)", spec.name, spec.path, key)
@@ -275,13 +358,40 @@ def _npz_labels(spec: DatasetSpec, y: np.ndarray, key: str, n: int) -> np.ndarra
             f"{where} is {y.dtype} of shape {y.shape}: not {n} integer labels (one per image). Fix: save {key} "
             "as integers 0..K−1, one per image."
         )
-    if y.min() < 0:
-        raise DatasetUnavailable(f"{where} holds label {y.min()}. Fix: number the classes 0..K−1.")
+    if len(negative := np.unique(y[y < 0])):
+        raise DatasetUnavailable(
+            f"{where} holds {_counted(y, negative)}, below 0. Fix: number the classes 0..K−1 "
+            "(docs/usage.md#a-dataset-of-your-own)."
+        )
     return y.astype(np.int64)
 
 
+def _images(n: int) -> str:
+    return f"{n} image" + ("" if n == 1 else "s")
+
+
+def _counted(y: np.ndarray, labels, limit: int = 5) -> str:
+    """``labels`` with how many images of ``y`` each has: "label 7 (1 image)", "labels 5 (2 images), 9 (1 image)"."""
+    labels = sorted(int(label) for label in labels)
+    shown = ", ".join(f"{label} ({_images(int((y == label).sum()))})" for label in labels[:limit])
+    more = f", … ({len(labels) - limit} more)" if len(labels) > limit else ""
+    return ("label " if len(labels) == 1 else "labels ") + shown + more
+
+
+def _spans(labels) -> str:
+    """Sorted labels as runs: "3..6", "2, 5..6"."""
+    runs: list[list[int]] = []
+    for label in sorted(labels):
+        if runs and label == runs[-1][1] + 1:
+            runs[-1][1] = label
+        else:
+            runs.append([label, label])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+
+
 def _npz_classes(spec: DatasetSpec, data) -> tuple[str, ...]:
-    """The class names: the file's ``classes`` array, else the configuration's ``classes:`` (both: equal)."""
+    """The class names: the file's ``classes`` array, else the configuration's ``classes:`` (both: equal);
+    () when neither names them."""
     if "classes" not in data.files:
         return tuple(spec.classes)
     names = _npz_array(spec, data, "classes")
@@ -300,30 +410,96 @@ def _npz_classes(spec: DatasetSpec, data) -> tuple[str, ...]:
 
 
 def load_npz(spec: DatasetSpec) -> RawDataset:
-    """A user's ``.npz``: images as :func:`_npz_images` converts them, labels 0..K−1 (K: the number of class
-    names, else the largest training label + 1), every test label within the training labels' range."""
+    """A user's ``.npz``: images as :func:`_npz_images` converts them, labels as :func:`_npz_num_classes`
+    checks them (docs/usage.md, "A dataset of your own")."""
     with _open_npz(spec) as data:
         x_train = _npz_images(spec, _npz_array(spec, data, "x_train"), "x_train")
         x_test = _npz_images(spec, _npz_array(spec, data, "x_test"), "x_test")
         y_train = _npz_labels(spec, _npz_array(spec, data, "y_train"), "y_train", len(x_train))
         y_test = _npz_labels(spec, _npz_array(spec, data, "y_test"), "y_test", len(x_test))
         classes = _npz_classes(spec, data)
+        named_by = "its classes array" if "classes" in data.files else "classes: in the configuration"
     path = Path(spec.path)
     if x_train.shape[1:] != x_test.shape[1:]:
         raise DatasetUnavailable(
             f"{spec.name}: {path}: x_train's images are {x_train.shape[1:]} (C, H, W), x_test's {x_test.shape[1:]}. "
             "Fix: save both at the same size and channels."
         )
-    num_classes = len(classes) or int(y_train.max()) + 1
-    fix = "Fix: number the classes 0..K−1" + (f" (K = {len(classes)}: the classes named)." if classes else ".")
-    check_labels(spec, y_train, num_classes, f"{path}: y_train", fix)
-    if y_test.min() < 0 or y_test.max() > y_train.max():
-        raise DatasetUnavailable(
-            f"{spec.name}: {path}: y_test holds label {int(y_test.max() if y_test.min() >= 0 else y_test.min())}, "
-            f"outside the training labels' range 0..{int(y_train.max())}. Fix: test on the classes trained on "
-            "(number the classes 0..K−1 in both)."
-        )
+    num_classes = _npz_num_classes(spec, y_train, y_test, classes, named_by)
     return RawDataset(x_train, y_train, x_test, y_test, classes or tuple(str(k) for k in range(num_classes)))
+
+
+def _npz_num_classes(
+    spec: DatasetSpec, y_train: np.ndarray, y_test: np.ndarray, classes: tuple[str, ...], named_by: str
+) -> int:
+    """K, the number of classes, with the labels (each ≥ 0) checked against it.
+
+    Named classes (the file's ``classes`` array or the configuration's ``classes:``): K is their number,
+    every label lies in 0..K−1 and every class has training images (a class with no test image is
+    accepted, with a warning). No names: K is the largest label of either split + 1, and each of
+    0..K−1 has images in both splits, so that a stray label cannot add classes. K ≥ 2 in both cases.
+    """
+    where = f"{spec.name}: {spec.path}"
+    in_train, in_test = set(np.unique(y_train).tolist()), set(np.unique(y_test).tolist())
+    if classes:
+        k = len(classes)
+        outside = [
+            (key, y, sorted(c for c in found if c >= k))
+            for key, y, found in (("y_train", y_train, in_train), ("y_test", y_test, in_test))
+        ]
+        if any(bad for _, _, bad in outside):
+            held = "; ".join(f"{key} holds {_counted(y, bad)}" for key, y, bad in outside if bad)
+            place = "a classes array" if named_by.startswith("its") else "classes: in the configuration"
+            raise DatasetUnavailable(
+                f"{where}: {held}, outside the {k} classes named by {named_by} (labels 0..{k - 1}). Fix: correct "
+                f"those labels, or name every class in {place} (label i is the i-th name)."
+            )
+    else:
+        k = max(in_train | in_test) + 1
+    if k < 2:
+        what = f"{classes[0]}, named by {named_by}" if classes else "label 0 in y_train and y_test"
+        raise DatasetUnavailable(
+            f"{where}: dataset {spec.name} has one class ({what}); calibration needs at least 2. Fix: add images "
+            "of at least one other class (label 1)" + (" and name it in the classes." if classes else ".")
+        )
+    untrained = sorted(set(range(k)) - in_train)
+    if classes and untrained:
+        tested = sorted(c for c in untrained if c in in_test)
+        names = ", ".join(f"{c} ({classes[c]})" for c in untrained[:5]) + (", …" if len(untrained) > 5 else "")
+        raise DatasetUnavailable(
+            f"{where}: y_train holds no image of class{'' if len(untrained) == 1 else 'es'} {names}"
+            + (f"; y_test holds {_counted(y_test, tested)}" if tested else "")
+            + f": a network cannot learn a class it never sees. Fix: add training images of "
+            f"{'it' if len(untrained) == 1 else 'them'}, or remove {'it' if len(untrained) == 1 else 'them'} from "
+            f"the classes named by {named_by} (and renumber the labels 0..K−1)."
+        )
+    if classes:
+        if untested := sorted(set(range(k)) - in_test):
+            log.warning(
+                "%s: %s: y_test holds no image of class(es) %s, named by %s",
+                spec.name,
+                spec.path,
+                ", ".join(classes[c] for c in untested),
+                named_by,
+            )
+        return k
+    train_only, test_only = sorted(in_train - in_test), sorted(in_test - in_train)
+    neither = sorted(set(range(k)) - in_train - in_test)
+    if train_only or test_only or neither:
+        parts = [f"{_counted(y_train, train_only)} in y_train only"] if train_only else []
+        parts += [f"{_counted(y_test, test_only)} in y_test only"] if test_only else []
+        parts += [f"{'label' if len(neither) == 1 else 'labels'} {_spans(neither)} in neither"] if neither else []
+        also = (
+            ", or, if those classes truly have no test image, save their names as classes=[…] with the arrays"
+            if not (test_only or neither)
+            else ""
+        )
+        raise DatasetUnavailable(
+            f"{where}: {'; '.join(parts)}: with no classes named, K is the largest label + 1 ({k}) and each "
+            f"class 0..{k - 1} must have images in both y_train and y_test. Fix: correct or remove the images "
+            f"of the stray labels, numbering the classes 0..K−1 without gaps{also}."
+        )
+    return k
 
 
 def user_files(spec: DatasetSpec) -> list[Path]:

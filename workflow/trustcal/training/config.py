@@ -169,7 +169,8 @@ def data_digest(data: dict[str, np.ndarray]) -> str:
     for key in ("x_train", "y_train", "x_val", "y_val"):
         a = np.ascontiguousarray(data[key])
         h.update(f"{key}:{a.dtype.str}:{a.shape};".encode())
-        h.update(memoryview(a).cast("B"))
+        if a.size:  # an empty array has no bytes (and memoryview cannot cast its zero-length shape)
+            h.update(memoryview(a).cast("B"))
     return h.hexdigest()
 
 
