@@ -68,7 +68,7 @@ def prediction_bound(excess):
 
 
 def test_the_family_and_its_names():
-    assert METHODS == ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
+    assert METHODS == ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic", "sms", "svs", "ets")
     z, y = calibrated(500, 4, seed=0)
     for method in METHODS:
         cal = fit_calibrator(method, z, y)

@@ -1,7 +1,7 @@
 """Every calibration method by name: :data:`METHODS`, :func:`fit_calibrator`, :func:`calibrator_from_state`.
 
-The methods live in ``scaling`` (none, temperature, vector, matrix, dirichlet) and ``binning``
-(histogram, isotonic), both built on the interface of ``base``; this module sits above all three,
+The methods live in ``scaling`` (none, temperature, vector, matrix, dirichlet), ``binning``
+(histogram, isotonic), ``structured`` (sms, svs) and ``ensemble`` (ets), all built on the interface of ``base``; this module sits above all three,
 so that no module of the family imports one that imports it back.
 """
 
@@ -11,6 +11,7 @@ import numpy as np
 
 from trustcal.calibration.base import Calibrator
 from trustcal.calibration.binning import HistogramBinning, IsotonicCalibration
+from trustcal.calibration.ensemble import EnsembleTemperatureScaling
 from trustcal.calibration.scaling import (
     DirichletCalibration,
     MatrixScaling,
@@ -18,9 +19,21 @@ from trustcal.calibration.scaling import (
     TemperatureScaling,
     VectorScaling,
 )
+from trustcal.calibration.structured import StructuredMatrixScaling, StructuredVectorScaling
 from trustcal.calibration.temperature import T_MAX, T_MIN
 
-METHODS: tuple[str, ...] = ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic")
+METHODS: tuple[str, ...] = (
+    "none",
+    "temperature",
+    "vector",
+    "matrix",
+    "dirichlet",
+    "histogram",
+    "isotonic",
+    "sms",
+    "svs",
+    "ets",
+)
 _CLASSES: dict[str, type[Calibrator]] = {
     c.method: c
     for c in (
@@ -31,6 +44,9 @@ _CLASSES: dict[str, type[Calibrator]] = {
         DirichletCalibration,
         HistogramBinning,
         IsotonicCalibration,
+        StructuredMatrixScaling,
+        StructuredVectorScaling,
+        EnsembleTemperatureScaling,
     )
 }
 
@@ -50,7 +66,8 @@ def fit_calibrator(
     ``t_min``/``t_max`` bound the temperature, and vector, matrix and Dirichlet scaling's
     per-class scales to [1/t_max, 1/t_min]. Options: ``tol``, ``max_iter`` (temperature,
     vector, matrix, dirichlet), ``odir_lambda``, ``odir_mu`` (matrix, dirichlet), ``bins``
-    (histogram); anything else is a ValueError.
+    (histogram), ``lambda_intercept``, ``lambda_diagonal`` (sms, svs), ``lambda_off_diagonal`` (sms);
+    anything else is a ValueError.
     """
     return calibrator_class(method).fit(logits, labels, t_min=t_min, t_max=t_max, **options)
 

@@ -45,6 +45,9 @@ CALIBRATOR_NAMES = {
     "dirichlet": "Dirichlet (ODIR)",
     "histogram": "histogram binning",
     "isotonic": "isotonic regression",
+    "sms": "structured matrix scaling",
+    "svs": "structured vector scaling",
+    "ets": "ensemble temperature scaling",
 }
 CALIBRATOR_COLOURS = {  # Okabe–Ito; none and temperature as "before" and "after" in the paper figures
     RAW: STATE_COLOURS[BEFORE],
@@ -54,6 +57,9 @@ CALIBRATOR_COLOURS = {  # Okabe–Ito; none and temperature as "before" and "aft
     "dirichlet": "#E69F00",
     "histogram": "#56B4E9",
     "isotonic": "#000000",
+    "sms": "#882255",  # beyond Okabe–Ito's eight: Tol's wine and olive
+    "svs": "#999933",
+    "ets": "#44AA99",  # Tol's teal
 }
 
 
