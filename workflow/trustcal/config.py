@@ -7,8 +7,9 @@ bad value stops the run with one readable line per problem.
 from __future__ import annotations
 
 import copy
-import difflib
+import importlib.util
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -16,7 +17,16 @@ import jsonschema
 import yaml
 
 from trustcal.errors import TrustcalError, yaml_problem
-from trustcal.registry import DATASETS, RegistryError, Setup, base_recipe, resolve_setup
+from trustcal.registry import (
+    DATASETS,
+    NETWORKS,
+    TORCHVISION_PREFIX,
+    RegistryError,
+    Setup,
+    base_recipe,
+    did_you_mean,
+    resolve_setup,
+)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -76,6 +86,13 @@ def yaml_syntax_problem(path: str | Path) -> str | None:
     try:
         yaml.safe_load(text)
     except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None and "'\\t'" in str(getattr(exc, "problem", "")):  # "found character '\t' that …"
+            return (
+                f"{path}: not valid YAML at line {mark.line + 1}, column {mark.column + 1}: a tab character, which "
+                "YAML does not accept in indentation or between a key and its value; fix the syntax there: replace "
+                "the tab with spaces"
+            )
         return f"{path}: not valid YAML {yaml_problem(exc)}; fix the syntax there"
     return None
 
@@ -156,10 +173,7 @@ def _describe(error: jsonschema.ValidationError, config_name: str, sources: Conf
         allowed = sorted(schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(allowed))
         config_name = config_source(sources, *(path + (name,) for name in unknown), default=config_name)
-        hints = []
-        for name in unknown:
-            close = difflib.get_close_matches(name, allowed, n=1)
-            hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        hints = [f"'{name}'{did_you_mean(name, allowed)}" for name in unknown]
         where = f" in '{key}'" if error.absolute_path else ""
         return f"{config_name}: unknown key {', '.join(hints)}{where}; allowed keys: {', '.join(allowed)}"
     config_name = config_source(sources, path, default=config_name)
@@ -282,6 +296,65 @@ def _per_dataset_problems(config: dict, config_name: str, sources: ConfigSources
     return problems
 
 
+# torchvision's classification networks are the builders its models/*.py register (what
+# torchvision.models.list_models(module=torchvision.models) lists), found here without importing it
+_REGISTERED_BUILDER = re.compile(r"^@register_model\((?:name=[\"'](\w+)[\"'])?\)[ \t]*\n(?:@.*\n)*def (\w+)", re.M)
+
+
+def _torchvision_builders() -> set[str] | None:
+    """The classification networks the installed torchvision registers, read from its sources (milliseconds,
+    where importing it takes seconds; an empty set where they cannot be read); None without torchvision."""
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None:
+        return None
+    names: set[str] = set()
+    for folder in spec.submodule_search_locations or []:
+        for path in sorted(Path(folder, "models").glob("*.py")):
+            try:
+                names.update(m[1] or m[2] for m in _REGISTERED_BUILDER.finditer(path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError):
+                continue
+    return names
+
+
+def _network_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
+    """A run's ``torchvision:NAME`` that the installed torchvision does not have, or a ``package.module:Class``
+    that does not lead to an ``nn.Module`` class, found now rather than by its train job after the download and
+    the preparation (registered names are checked with the setups).
+
+    The check is training's own (trustcal.training.networks.check_network): it imports the module, as the train
+    job does, and so torch, only when such a network is named. A torchvision network among the builders that
+    torchvision's sources register is not imported at all (importing torchvision takes seconds); any other is
+    confirmed by torchvision itself. Nothing is checked where this Python has no torch or no torchvision: the
+    jobs run in an environment of their own (e.g. ``--sdm conda``), and the train job checks the network."""
+    setups = run_setups(config)
+    named = sorted({s.network for s in setups.values() if s.network not in NETWORKS})
+    if any(n.startswith(TORCHVISION_PREFIX) for n in named):
+        builders = _torchvision_builders()
+        named = [
+            n
+            for n in named
+            if not n.startswith(TORCHVISION_PREFIX)
+            or (builders is not None and n[len(TORCHVISION_PREFIX) :] not in builders)
+        ]
+    if not named or importlib.util.find_spec("torch") is None:
+        return []
+    from trustcal.training.networks import NetworkError, check_network
+
+    found: dict[str, str | None] = {}
+    for network in named:
+        try:
+            check_network(network)
+            found[network] = None
+        except NetworkError as exc:
+            found[network] = str(exc)
+    return [
+        f"{config_source(sources, ('setups', name, 'network'), default=config_name)}: setups: {name}: {found[s.network]}"
+        for name, s in setups.items()
+        if found.get(s.network)
+    ]
+
+
 def _claims_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
     """A claims file that is not there, or two whose names would write the same results/claims/ files."""
     where = config_source(sources, ("claims",), default=config_name)
@@ -333,6 +406,7 @@ def validate_config(
         problems += _setup_problems(config, config_name, sources)
     if not problems:
         problems += _per_dataset_problems(config, config_name, sources)
+        problems += _network_problems(config, config_name, sources)
         problems += _claims_problems(config, config_name, sources)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))

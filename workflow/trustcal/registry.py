@@ -343,6 +343,13 @@ class RegistryError(TrustcalError):
     """A dataset, network or recipe the registry does not know, or a setup that does not fit together."""
 
 
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean 'x'?)``, naming the one of ``choices`` closest to ``word``; "" when none is close
+    (difflib's similarity of at least 0.6). What a message about an unknown name adds after that name."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _recipe(value, base: Recipe, where: str) -> Recipe:
     if value is None:
         return base
@@ -436,11 +443,10 @@ def resolve_setup(name: str, setups: Mapping | None = None, base: Recipe | None 
         return Setup(name, dataset, network, tuple(sorted(kwargs.items())), _recipe(entry.get("recipe"), base, where))
     if name in DATASETS:
         return Setup(name, DATASETS[name], DATASETS[name].network, (), base)
-    close = difflib.get_close_matches(name, [*DATASETS, *setups], n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise RegistryError(
-        f"datasets: {name!r}{hint} is neither a registered dataset ({', '.join(DATASETS)}) nor a name under setups:; "
-        f"fix the name, or define the run under setups:, e.g. setups: {{{name}: {{dataset: cifar10, network: resnet20}}}}"
+        f"datasets: {name!r}{did_you_mean(name, [*DATASETS, *setups])} is neither a registered dataset "
+        f"({', '.join(DATASETS)}) nor a name under setups:; fix the name, or define the run under setups:, e.g. "
+        f"setups: {{{name}: {{dataset: cifar10, network: resnet20}}}}"
     )
 
 

@@ -137,7 +137,10 @@ def test_torchvision_networks_build_randomly_initialised_without_a_download(monk
         assert count_parameters(model) == 11_176_512 + 513 * classes  # resnet18: 11,181,642 at K = 10
     with pytest.raises(NetworkError, match=r"'torchvision:resnet18': torchvision's networks read 3-channel"):
         build_network("torchvision:resnet18", {}, (2, 32, 32), 10)
-    with pytest.raises(NetworkError, match=r"torchvision .* has no classification network 'resnet19'; use one of"):
+    with pytest.raises(
+        NetworkError,
+        match=r"torchvision .* has no classification network 'resnet19' \(did you mean 'resnet18'\?\)\. Fix: name one of",
+    ):
         build_network("torchvision:resnet19", {}, (3, 32, 32), 10)
 
 

@@ -57,7 +57,7 @@ from trustcal.training.config import (
 )
 from trustcal.training.engine import StackedTrainer, flushed_denormals, stacked_logits, stacked_model
 from trustcal.training.history import HISTORY_COLUMNS
-from trustcal.training.plain import memory_format, plain_logits, plain_model, train_plain
+from trustcal.training.plain import memory_format, non_finite_loss, plain_logits, plain_model, train_plain
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def train_seeds(
         stats = zip(mean_loss.tolist(), accuracy.tolist(), val_loss.tolist(), val_acc.tolist())
         for s, (c, d, hist, (tl, ta, vl, va)) in enumerate(zip(cfgs, ckpt_dirs, histories, stats)):
             if not np.isfinite([tl, vl]).all():
-                raise TrustcalError(f"{c.dataset} seed {c.seed}: loss became non-finite at epoch {epoch}")
+                raise non_finite_loss(c, epoch, tl, vl)
             hist.append(
                 dict(epoch=epoch, train_loss=tl, train_accuracy=ta, val_loss=vl, val_accuracy=va, seconds=seconds)
             )

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trustcal.errors import TrustcalError
-from trustcal.registry import NETWORKS, TORCHVISION_PREFIX, network_problem
+from trustcal.registry import NETWORKS, TORCHVISION_PREFIX, did_you_mean, network_problem
 from trustcal.training.models import CIFARCNN, INITS, MNISTMLP, glorot_init_
 
 
@@ -309,8 +309,8 @@ def _import_class(network: str) -> type:
         )
         where = f"its nn.Module classes: {', '.join(found)}" if found else "it defines no nn.Module class"
         raise NetworkError(
-            f"network {network!r}: module {module_name} ({module.__file__}) has no {class_name} ({where}); "
-            "fix the import path (package.module:Class)"
+            f"network {network!r}: module {module_name} ({module.__file__}) has no {class_name}"
+            f"{did_you_mean(class_name, found)} ({where}); fix the import path (package.module:Class)"
         )
     if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
         kind = "a class" if inspect.isclass(cls) else f"a {type(cls).__name__}"
@@ -335,6 +335,34 @@ def network_class(network: str) -> type | None:
     return _import_class(network)
 
 
+def torchvision_problem(network: str) -> str | None:
+    """Why ``torchvision:NAME`` names none of the installed torchvision's classification networks (None when
+    it names one): NAME, the closest name it has, and the fix."""
+    import torchvision
+
+    name = network[len(TORCHVISION_PREFIX) :]
+    available = torchvision.models.list_models(module=torchvision.models)
+    if name in available:
+        return None
+    return (
+        f"network {network!r}: torchvision {torchvision.__version__} has no classification network {name!r}"
+        f"{did_you_mean(name, available)}. Fix: name one of its classification networks: {', '.join(available)}"
+    )
+
+
+def check_network(network: str) -> None:
+    """A :class:`NetworkError` in one line with the fix unless ``network`` leads to a network training can build:
+    a registered name, a classification network of the installed torchvision (``torchvision:NAME``), or an
+    ``nn.Module`` class found by importing ``package.module`` as training does. Builds nothing: the network's
+    keyword arguments and its output are checked when it is built (:func:`build_network`)."""
+    if network.startswith(TORCHVISION_PREFIX):
+        problem = network_problem(network) or torchvision_problem(network)
+        if problem:
+            raise NetworkError(problem)
+    elif network not in NETWORKS:
+        network_class(network)
+
+
 def _torchvision(network: str, kwargs: Mapping[str, Any], in_shape: tuple, num_classes: int) -> nn.Module:
     """torchvision's classification network NAME, randomly initialised (``weights=None``: nothing is downloaded).
 
@@ -351,12 +379,8 @@ def _torchvision(network: str, kwargs: Mapping[str, Any], in_shape: tuple, num_c
             f"network {network!r}: torchvision's networks read 3-channel images (1-channel ones are repeated), "
             f"not {channels}; use a network of your own (package.module:Class) for {channels}-channel images"
         )
-    available = torchvision.models.list_models(module=torchvision.models)
-    if name not in available:
-        raise NetworkError(
-            f"network {network!r}: torchvision {torchvision.__version__} has no classification network {name!r}; "
-            f"use one of {', '.join(available)}"
-        )
+    if problem := torchvision_problem(network):
+        raise NetworkError(problem)
     try:
         model = torchvision.models.get_model(name, weights=None, num_classes=num_classes, **dict(kwargs))
     except Exception as exc:

@@ -311,6 +311,34 @@ def plain_trainer(cfg: TrainConfig, model: torch.nn.Module, device: torch.device
     )
 
 
+def non_finite_loss(cfg: TrainConfig, epoch: int, train_loss: float, val_loss: float) -> TrustcalError:
+    """The error that stops a seed whose loss became NaN or infinite, with the fix: a lower learning rate, by
+    the key that sets this run's (the images are finite: uint8, checked when prepared; gradients are not
+    clipped). A network of one's own may compute it too: a log, a division or a square root of 0."""
+    which, value = ("training", train_loss) if not math.isfinite(train_loss) else ("validation", val_loss)
+    lower = f"{cfg.learning_rate / 10:g}"
+    if "e" in lower and "." not in lower:  # 1e-05 is a string to YAML's reader, 1.0e-05 a number
+        lower = lower.replace("e", ".0e", 1)
+    if cfg.dataset in registry.DATASETS:  # a registered dataset's run: the top-level key (no setup can take its name)
+        key = f"learning_rate: {lower} in the configuration"
+    else:
+        key = (
+            f"setups: {cfg.dataset}: recipe: {{learning_rate: {lower}}} (beside the recipe's other fields; a recipe "
+            f"given by name becomes {{preset: <name>, learning_rate: {lower}}})"
+        )
+    own = cfg.network not in registry.NETWORKS and not cfg.network.startswith(registry.TORCHVISION_PREFIX)
+    return TrustcalError(
+        f"{cfg.dataset} seed {cfg.seed}: the {which} loss became {value} at epoch {epoch}, at learning rate "
+        f"{cfg.learning_rate:g}. Fix: lower the learning rate, e.g. {key}, and run again"
+        + (
+            f"; if it persists, look in the forward pass of {cfg.network} for a log, a division or a square root "
+            "that can reach 0"
+            if own
+            else ""
+        )
+    )
+
+
 def train_plain(
     cfg: TrainConfig, data: dict[str, np.ndarray], ckpt_dir: Path, device: torch.device, progress: bool
 ) -> pd.DataFrame:
@@ -351,7 +379,7 @@ def train_plain(
         va = (val_logits.argmax(1) == y_val).float().mean().item()
         seconds = time.perf_counter() - tic
         if not np.isfinite([tl, vl]).all():
-            raise TrustcalError(f"{cfg.dataset} seed {cfg.seed}: loss became non-finite at epoch {epoch}")
+            raise non_finite_loss(cfg, epoch, tl, vl)
         hist.append(dict(epoch=epoch, train_loss=tl, train_accuracy=ta, val_loss=vl, val_accuracy=va, seconds=seconds))
         model_state, opt_state, schedule_state = trainer.checkpoint()
         head = dict(
