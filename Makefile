@@ -12,9 +12,11 @@ RUN_CONFIG ?=
 .PHONY: reproduce report test test-unit lint format docs benchmark mutation clean-venv
 
 reproduce: $(VENV)/.installed  ## the full paper reproduction (both datasets, 100 epochs; RUN_CONFIG: another run)
+	$(BIN)/python workflow/scripts/check_configfiles.py $(RUN_CONFIG)
 	$(BIN)/snakemake --cores $(CORES) $(RUN_CONFIG) || $(BIN)/python workflow/scripts/failed_jobs.py
 
 report: $(VENV)/.installed  ## report.html, the HTML report of the finished run (the same RUN_CONFIG as its `make reproduce`)
+	$(BIN)/python workflow/scripts/check_configfiles.py $(RUN_CONFIG)
 	$(BIN)/snakemake --report report.html $(RUN_CONFIG)
 
 test: $(VENV)/.installed-test  ## the test suite

@@ -388,3 +388,35 @@ def test_a_bad_setup_is_one_line_naming_it_and_the_fix(paper, setup, message):
     with pytest.raises(ConfigError) as err:
         validate_config({**paper, "datasets": ["mine"], "setups": {"mine": setup}})
     assert message in str(err.value) and str(err.value).count("\n") == 1, str(err.value)
+
+
+def test_make_names_the_line_and_column_of_a_configfile_snakemake_would_refuse(tmp_path):
+    """Snakemake reads --configfile before the workflow and names neither file nor line; `make reproduce` and
+    `make report` run workflow/scripts/check_configfiles.py on RUN_CONFIG first."""
+    import subprocess
+    import sys
+
+    from trustcal.config import configfile_problems
+
+    bad, good = tmp_path / "bad.yaml", tmp_path / "good.yaml"
+    bad.write_text("epochs: 2\n\tseeds: 1\n")
+    good.write_text("epochs: 2\n")
+    tab = (
+        f"{bad}: not valid YAML at line 2, column 1: a tab character, which YAML does not accept in indentation or "
+        "between a key and its value; fix the syntax there: replace the tab with spaces"
+    )
+    assert configfile_problems(["--configfile", str(good), str(bad), "--config", "epochs=3"]) == [tab]
+    assert configfile_problems([f"--configfile={bad}"]) == [tab]
+    assert configfile_problems(["--config", f"x={bad}", str(bad)]) == []  # not named by --configfile
+    assert configfile_problems(["--configfiles", str(tmp_path / "gone.yaml")]) == [
+        f"{tmp_path / 'gone.yaml'}: no such file (named by --configfile). Fix: correct the path"
+    ]
+    script = REPO / "workflow" / "scripts" / "check_configfiles.py"
+    proc = subprocess.run([sys.executable, script, "--cores", "2", "--configfile", bad], capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (1, tab + "\n", "")
+    proc = subprocess.run([sys.executable, script, "--configfile", good], capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    makefile = (REPO / "Makefile").read_text()
+    for target in ("reproduce:", "report:"):
+        recipe = makefile.split("\n" + target, 1)[1].split("\n\n", 1)[0]
+        assert "workflow/scripts/check_configfiles.py $(RUN_CONFIG)" in recipe, target

@@ -105,6 +105,33 @@ def check_yaml_syntax(path: str | Path) -> None:
         raise ConfigError(problem)
 
 
+CONFIGFILE_FLAGS = ("--configfile", "--configfiles")
+
+
+def configfile_problems(args: Sequence[str]) -> list[str]:
+    """The syntax problems (:func:`yaml_syntax_problem`) of the files a Snakemake command line names with
+    ``--configfile`` (each argument after it up to the next option, or ``--configfile=FILE``). Snakemake reads
+    them before the workflow, and says of a bad one only that it is not valid JSON or YAML: ``make reproduce``
+    and ``make report`` check them first (workflow/scripts/check_configfiles.py)."""
+    files, taking = [], False
+    for arg in args:
+        flag, eq, value = arg.partition("=")
+        if flag in CONFIGFILE_FLAGS:
+            taking = not eq
+            files += [value] if eq else []
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            files.append(arg)
+    problems = []
+    for path in files:
+        if not Path(path).is_file():
+            problems.append(f"{path}: no such file (named by --configfile). Fix: correct the path")
+        elif problem := yaml_syntax_problem(path):
+            problems.append(problem)
+    return problems
+
+
 def _fill_defaults(config: dict, schema: dict) -> None:
     for key, sub in schema.get("properties", {}).items():
         if key not in config and "default" in sub:
