@@ -48,6 +48,8 @@ def as_yaml(value):
 
 def bound_keywords(option: Option) -> dict:
     """The JSON Schema keywords that say what ``option`` says about one value."""
+    if option.choices is not None and option.pattern:
+        return {"type": "string", "anyOf": [{"enum": list(option.choices)}, {"pattern": option.pattern}]}
     if option.choices is not None:
         return {"type": "string", "enum": list(option.choices)}
     words = {"type": "integer" if option.kind is int else "number"}
@@ -76,6 +78,8 @@ def test_the_schema_says_what_the_field_says(part, cls, name, option):
     found = {
         k: one[k] for k in ("type", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in one
     }
+    if "anyOf" in one:  # the allowed names, or a string of the pattern (what it is, in words, for the messages)
+        found["anyOf"] = [{k: v for k, v in alt.items() if k != "description"} for alt in one["anyOf"]]
     assert found == bound_keywords(option), key
     if option.cost:
         assert one.get("description") == f"at most {option.high:,}: {option.cost}", key

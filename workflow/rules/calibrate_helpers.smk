@@ -5,10 +5,14 @@
 
 
 def _check_calibration_options():
-    """Unknown options of a calibrator stop the run before any job starts."""
+    """Unknown options of a calibrator stop the run before any job starts (those of a calibrator of your
+    own, by its import path, are checked against its constructor with the configuration)."""
     from trustcal.calibration.methods import calibrator_class
+    from trustcal.imports import is_import_path
 
     for method, options in config["calibration"]["options"].items():
+        if is_import_path(method):
+            continue
         accepted = calibrator_class(method).options
         unknown = sorted(set(options) - set(accepted))
         if unknown:
@@ -23,15 +27,22 @@ _check_calibration_options()
 
 
 def calibration_params(method):
-    """The calibration settings one calibrate job reads (method is the job's calibrator)."""
+    """The calibration settings one calibrate job reads (method is the job's calibrator); for a calibrator of
+    your own, also its module's sha256, so that a change to its code refits it."""
+    from trustcal.calibration.user import source_digest
+    from trustcal.imports import is_import_path
+
     cal = config["calibration"]
-    return dict(
+    params = dict(
         method=method,
         fit_on=cal["fit_on"],
         t_min=cal["t_min"],
         t_max=cal["t_max"],
         options=cal["options"].get(method, {}),
     )
+    if is_import_path(method):
+        params["source"] = source_digest(method)
+    return params
 
 
 def calibrator_file(output, calibrator):

@@ -7,6 +7,7 @@
 # workflow.basedir: when another workflow imports this one as a `module`,
 # workflow.basedir is the importing workflow's directory.
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -133,7 +134,7 @@ FITTED_METHODS = list(dict.fromkeys(["temperature", *config["calibration"]["meth
 wildcard_constraints:
     dataset="|".join(dict.fromkeys([*DATASETS, *DATA])),
     seed=r"\d+",
-    calibrator="|".join(FITTED_METHODS),
+    calibrator="|".join(re.escape(m) for m in FITTED_METHODS),
 
 
 def scaled(fixed, per_epoch=0.0, per_state=False):

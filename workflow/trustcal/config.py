@@ -208,6 +208,12 @@ def _describe(error: jsonschema.ValidationError, config_name: str, sources: Conf
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed values: " + ", ".join(
             map(str, schema["enum"])
         )
+    if error.validator == "anyOf" and all("enum" in alt or "pattern" in alt for alt in schema["anyOf"]):
+        values = [str(v) for alt in schema["anyOf"] for v in alt.get("enum", ())]
+        forms = [alt.get("description", f"a string matching {alt['pattern']}") for alt in schema["anyOf"] if "pattern" in alt]
+        return f"{config_name}: key '{key}' is {error.instance!r}; allowed values: {', '.join(values)}" + "".join(
+            f", or {form}" for form in forms
+        )
     if error.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         op = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}[error.validator]
         why = _bound_reason(schema) if error.validator == "maximum" else ""
@@ -382,6 +388,24 @@ def _network_problems(config: dict, config_name: str, sources: ConfigSources | N
     ]
 
 
+def _calibrator_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
+    """A calibrator of your own (``package.module:Class`` in calibration.methods) that the calibrate job could
+    not use: its module imported as the job imports it, its fit and predict_proba, its options against its
+    constructor (trustcal.calibration.user.user_class_problem)."""
+    from trustcal.calibration.user import user_class_problem
+    from trustcal.imports import is_import_path
+
+    calibration = config.get("calibration", {})
+    problems = []
+    for method in calibration.get("methods", ()):
+        if is_import_path(method):
+            problem = user_class_problem(method, calibration.get("options", {}).get(method))
+            if problem:
+                where = config_source(sources, ("calibration", "methods"), default=config_name)
+                problems.append(f"{where}: calibration.methods: {problem}")
+    return problems
+
+
 def _claims_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
     """A claims file that is not there, or two whose names would write the same results/claims/ files."""
     where = config_source(sources, ("claims",), default=config_name)
@@ -434,6 +458,7 @@ def validate_config(
     if not problems:
         problems += _per_dataset_problems(config, config_name, sources)
         problems += _network_problems(config, config_name, sources)
+        problems += _calibrator_problems(config, config_name, sources)
         problems += _claims_problems(config, config_name, sources)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from trustcal.calibration import METHODS, T_MAX, T_MIN
 from trustcal.files import PAPER_CALIBRATOR
+from trustcal.imports import IMPORT_PATH
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.options import SettingError, check_fields, options_of, setting
 from trustcal.measures.trust import TrustParams
@@ -33,7 +34,8 @@ class CalibrationSettings:
     """Which calibrators an assessment fits on validation predictions, and the bounds of their scale.
 
     ``methods``: None fits the paper's temperature scaling wherever a file has validation predictions;
-    names (any of :data:`trustcal.calibration.METHODS` but ``none``) fit those. ``required``: named
+    names (any of :data:`trustcal.calibration.METHODS` but ``none``, or a calibrator of the user's own by its
+    import path ``package.module:Class``, :mod:`trustcal.calibration.user`) fit those. ``required``: named
     methods are wanted on every epoch, so one that no epoch can get (no validation predictions anywhere)
     is an error and one that some epochs lack is a warning; ``False`` fits them where possible and
     says nothing elsewhere (the workflow's ``external`` rule). ``t_min``, ``t_max``: the temperature is
@@ -45,6 +47,8 @@ class CalibrationSettings:
         "calibrators fitted on the validation data (docs/method.md §2)",
         kind=str,
         choices=FITTED,
+        pattern=IMPORT_PATH.pattern,
+        pattern_help="a calibrator of your own by its import path package.module:Class",
         many=True,
         min_items=0,
         comma=True,

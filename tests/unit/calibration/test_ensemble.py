@@ -7,8 +7,8 @@ import itertools
 import warnings
 
 import numpy as np
+from helpers.synthetic import many_class_logits
 
-from tests.helpers.synthetic import many_class_logits
 from trustcal.calibration import fit_calibrator, softmax
 from trustcal.calibration.ensemble import _brier, simplex_quadratic
 

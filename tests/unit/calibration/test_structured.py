@@ -7,8 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers.synthetic import many_class_logits
 
-from tests.helpers.synthetic import many_class_logits
 from trustcal.calibration import calibrator_from_state, fit_calibrator, softmax
 from trustcal.calibration.structured import mixed_log_proba
 from trustcal.numerics import logits_nll

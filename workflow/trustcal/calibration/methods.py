@@ -21,6 +21,8 @@ from trustcal.calibration.scaling import (
 )
 from trustcal.calibration.structured import StructuredMatrixScaling, StructuredVectorScaling
 from trustcal.calibration.temperature import T_MAX, T_MIN
+from trustcal.calibration.user import user_calibrator_class
+from trustcal.imports import is_import_path
 
 METHODS: tuple[str, ...] = (
     "none",
@@ -52,9 +54,16 @@ _CLASSES: dict[str, type[Calibrator]] = {
 
 
 def calibrator_class(method: str) -> type[Calibrator]:
-    """The :class:`Calibrator` subclass of ``method`` (a ValueError naming the valid ones otherwise)."""
+    """The :class:`Calibrator` subclass of ``method``: one of :data:`METHODS`, or a user's calibrator by its
+    import path ``package.module:Class`` (:mod:`trustcal.calibration.user`); a ValueError naming the valid
+    ones otherwise."""
+    if is_import_path(method):
+        return user_calibrator_class(method)
     if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"unknown calibration method {method!r}; valid: {', '.join(METHODS)}")
+        raise ValueError(
+            f"unknown calibration method {method!r}; valid: {', '.join(METHODS)}, or a calibrator of your own by "
+            "its import path package.module:Class"
+        )
     return _CLASSES[method]
 
 

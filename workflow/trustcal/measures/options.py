@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
@@ -44,7 +45,8 @@ class Option:
     """How one setting is written and checked.
 
     ``help``: the sentence of ``trustcal assess --help`` (without the default) and the schema's ``title``. ``kind``: ``int``, ``float`` or ``str``. ``low``/``high``: the bounds (``low_open``/``high_open``:
-    excluded); ``cost``: why ``high`` (:mod:`trustcal.measures.limits`). ``choices``: the allowed strings.
+    excluded); ``cost``: why ``high`` (:mod:`trustcal.measures.limits`). ``choices``: the allowed strings
+    (``pattern``: and those matching this regular expression, ``pattern_help`` in words).
     ``many``: a tuple of at least ``min_items`` such values (``comma``: written ``a,b`` on the command line, else as
     several arguments). ``key``: the configuration key, when not the field's name; ``section``: the
     configuration section, when not the dataclass's (``""``: the top level). ``flag``: the command line flag
@@ -62,6 +64,8 @@ class Option:
     high_open: bool = False
     cost: str = ""
     choices: tuple[str, ...] | None = None
+    pattern: str | None = None  # with choices: a string that matches this regular expression is allowed too
+    pattern_help: str = ""  # what such a string is, in words
     many: bool = False
     min_items: int = 1
     comma: bool = False
@@ -76,7 +80,7 @@ class Option:
     def expected(self) -> str:
         """The values allowed, in words: ``a whole number from 1 to 10000``, ``a number in (0, 1)``, ``one of …``."""
         if self.choices is not None:
-            return "one of " + ", ".join(self.choices)
+            return "one of " + ", ".join(self.choices) + (f", or {self.pattern_help}" if self.pattern else "")
         if self.kind is int:
             return f"a whole number from {_num(self.low)} to {_num(self.high)}"
         if self.low == 0 and self.high is None:
@@ -91,7 +95,9 @@ class Option:
     def problem(self, value) -> str | None:
         """What is wrong with one value (``must be ≥ 1 (got 0)``), or None when it is allowed."""
         if self.choices is not None:
-            return None if value in self.choices else f"must be one of {', '.join(self.choices)} (got {value!r})"
+            if value in self.choices or (self.pattern and isinstance(value, str) and re.match(self.pattern, value)):
+                return None
+            return f"must be {self.expected()} (got {value!r})"
         if self.kind is int:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 return f"must be a whole number from {_num(self.low)} to {_num(self.high)} (got {value!r})"

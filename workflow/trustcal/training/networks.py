@@ -18,7 +18,6 @@ logits are computed by the same function training validated with.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 from collections import OrderedDict
@@ -31,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trustcal.errors import TrustcalError
+from trustcal.imports import import_class, one_line
 from trustcal.registry import NETWORKS, TORCHVISION_PREFIX, did_you_mean, network_problem
 from trustcal.training.models import CIFARCNN, INITS, MNISTMLP, glorot_init_
 
@@ -276,43 +276,13 @@ class RepeatChannels(nn.Module):
 # --- building a network by its name ------------------------------------------------------------------
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
-
-
 def _import_class(network: str) -> type:
     """The class ``package.module:Class`` names, or a :class:`NetworkError` saying what is missing and the fix."""
-    module_name, _, class_name = network.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name) and module_name[len(exc.name) :][:1] in ("", "."):
-            raise NetworkError(
-                f"network {network!r}: no module {exc.name} on Python's path; put the folder holding "
-                f"{module_name.split('.')[0]}/ on PYTHONPATH (or install the package), or fix the import path "
-                "(package.module:Class)"
-            ) from None
-        raise NetworkError(
-            f"network {network!r}: importing {module_name} failed ({_one_line(exc)}); install what it imports"
-        ) from None
-    except Exception as exc:  # a syntax error or an exception in the module's own code
-        raise NetworkError(
-            f"network {network!r}: importing {module_name} failed ({_one_line(exc)}); fix the module"
-        ) from None
-    cls = getattr(module, class_name, None)
-    if cls is None:
-        found = sorted(
-            name
-            for name, obj in vars(module).items()
-            if inspect.isclass(obj) and issubclass(obj, nn.Module) and obj.__module__ == module.__name__
-        )
-        where = f"its nn.Module classes: {', '.join(found)}" if found else "it defines no nn.Module class"
-        raise NetworkError(
-            f"network {network!r}: module {module_name} ({module.__file__}) has no {class_name}"
-            f"{did_you_mean(class_name, found)} ({where}); fix the import path (package.module:Class)"
-        )
+    cls = import_class(
+        network, f"network {network!r}", NetworkError, "nn.Module", lambda c: issubclass(c, nn.Module)
+    )
     if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
+        module_name, _, class_name = network.partition(":")
         kind = "a class" if inspect.isclass(cls) else f"a {type(cls).__name__}"
         raise NetworkError(
             f"network {network!r}: {class_name} in {module_name} is {kind}, not an nn.Module class; name a "
@@ -386,7 +356,7 @@ def _torchvision(network: str, kwargs: Mapping[str, Any], in_shape: tuple, num_c
     except Exception as exc:
         raise NetworkError(
             f"network {network!r}: torchvision.models.get_model({name!r}, weights=None, num_classes={num_classes}"
-            f"{''.join(f', {k}={v!r}' for k, v in kwargs.items())}) failed ({_one_line(exc)}); fix network_kwargs:"
+            f"{''.join(f', {k}={v!r}' for k, v in kwargs.items())}) failed ({one_line(exc)}); fix network_kwargs:"
         ) from None
     if channels == 1:
         model = nn.Sequential(OrderedDict(repeat_channels=RepeatChannels(), network=model))
@@ -408,7 +378,7 @@ def _check_output(model: nn.Module, network: str, in_shape: tuple, num_classes: 
     except Exception as exc:
         raise NetworkError(
             f"network {network!r}: a batch of shape {tuple(x.shape)} (N, C, H, W) fails in its forward pass "
-            f"({_one_line(exc)}); it must take images of this dataset's shape {tuple(in_shape)} "
+            f"({one_line(exc)}); it must take images of this dataset's shape {tuple(in_shape)} "
             "(fix the network, its network_kwargs:, or the images' size)"
         ) from None
     finally:
@@ -452,7 +422,7 @@ def build_network(
                 [f"in_shape={in_shape}", f"num_classes={num_classes}", *(f"{k}={v!r}" for k, v in kwargs.items())]
             )
             raise NetworkError(
-                f"network {network!r}: {cls.__name__}({call}) failed ({_one_line(exc)}); its constructor must accept "
+                f"network {network!r}: {cls.__name__}({call}) failed ({one_line(exc)}); its constructor must accept "
                 "in_shape and num_classes as keywords, and network_kwargs: the rest"
             ) from None
         if not isinstance(model, nn.Module):
