@@ -2,6 +2,7 @@
 
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR [--author-predictions DIR] [--beyond OTHER_RUN_DIR ...]
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR --costs-only
+    .venv/bin/python workflow/scripts/study_report.py --ranking-only results/study
 
 RUN_DIR is the directory the study ran in (its results/ and .snakemake/log/), e.g. after
     .venv/bin/snakemake --cores 2 --set-threads train=1 logits=1 --configfile config.yaml workflow/study/config.yaml
@@ -11,6 +12,10 @@ under setups: (e.g. workflow/study/resnet20.yaml's cifar10_resnet20): a section 
 the general claims judged on it, and a paragraph in the README block.
 With --costs-only it writes only what each job of RUN_DIR cost (from its results/benchmarks/: costs.csv,
 costs_summary.csv, costs.md), into RUN_DIR/results/study/: any finished run, e.g. to size cluster requests.
+With --ranking-only the directory is a study's results/study/ (the committed one, say): which calibrator wins,
+calibrator_ranking.csv, .md and .png, from its tables alone (trustcal.study.ranking); with its report.json,
+report.json, study.md and, for this repository's results/study/, the README block are rendered again with it.
+A full run writes them too.
 """
 
 import argparse
@@ -21,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow"))
 
 from trustcal.errors import TrustcalError  # noqa: E402 (after the path above)
-from trustcal.study import write_costs, write_study  # noqa: E402
+from trustcal.study import write_costs, write_ranking_only, write_study  # noqa: E402
 
 COMMAND = (
     ".venv/bin/snakemake --cores 2 --set-threads train=1 logits=1 --configfile config.yaml workflow/study/config.yaml"
@@ -30,7 +35,9 @@ COMMAND = (
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="the directory the study ran in")
+    parser.add_argument(
+        "run_dir", type=Path, help="the directory the study ran in (with --ranking-only: a results/study/ directory)"
+    )
     parser.add_argument(
         "--author-predictions",
         type=Path,
@@ -59,7 +66,24 @@ def main(argv=None) -> int:
         action="store_true",
         help="write only the cost tables of RUN_DIR's jobs, into RUN_DIR/results/study/ (not this repository)",
     )
+    parser.add_argument(
+        "--ranking-only",
+        action="store_true",
+        help="only the calibrator ranking, from the tables of the results/study/ directory given (no run needed)",
+    )
     args = parser.parse_args(argv)
+    if args.ranking_only:
+        study = args.run_dir.resolve()
+        if not study.is_dir():
+            parser.error(f"{study}: no such directory")
+        ranking = write_ranking_only(study, REPO if study == REPO / "results" / "study" else None)
+        if ranking is None:
+            print(f"{study}: no run that compares calibrators; nothing written", file=sys.stderr)
+            return 2
+        again = ", report.json, study.md" if (study / "report.json").exists() else ""
+        readme = " and the study block of README.md" if again and study == REPO / "results" / "study" else ""
+        print(f"written: {study}/calibrator_ranking.csv, calibrator_ranking.md, calibrator_ranking.png{again}{readme}")
+        return 0
     if len(args.beyond_command) > len(args.beyond):
         parser.error("--beyond-command: one per --beyond at most")
     author = None if str(args.author_predictions) == "none" else args.author_predictions

@@ -5,15 +5,19 @@ configuration, e.g. ``snakemake --cores 2 --set-threads train=1 logits=1 --confi
 ``results/study/`` in this repository: ``study.md`` (the full account: the run, the tables and figures per
 dataset, every calibrator, the verdict with its contradictions, the runs beyond the paper's), the figures it
 shows, the per-epoch tables they come from (gzipped CSV, one row per seed and epoch), the verdict, the verdict
-on the author's published predictions, and ``report.json``, the report's numbers. README.md gets a short
-summary between the ``<!-- study:begin -->`` and ``<!-- study:end -->`` markers. Nothing in either is typed by
-hand: both are rendered (:mod:`trustcal.study.render`) from one :class:`~trustcal.study.report.Report`
-(:mod:`trustcal.study.report`) that :func:`~trustcal.study.build.build_report` makes from the run.
+on the author's published predictions, ``report.json``, the report's numbers, and the calibrator ranking
+(``calibrator_ranking.csv``, ``.md``, ``.png``: every calibrator against temperature scaling, per run and
+across runs). README.md gets a short summary between the ``<!-- study:begin -->`` and
+``<!-- study:end -->`` markers. Nothing in either is typed by hand: both are rendered
+(:mod:`trustcal.study.render`) from one :class:`~trustcal.study.report.Report` (:mod:`trustcal.study.report`)
+that :func:`~trustcal.study.build.build_report` makes from the run.
 
 The modules: :mod:`~trustcal.study.costs` (what each job cost, from ``results/benchmarks/``),
 :mod:`~trustcal.study.provenance` (commit, machine, configuration, times, data), :mod:`~trustcal.study.tables`
 (the numbers of a run's tables), :mod:`~trustcal.study.findings` (the sentences whose directions the numbers
-decide), :mod:`~trustcal.study.build` and :mod:`~trustcal.study.render`.
+decide), :mod:`~trustcal.study.ranking` (which calibrator wins, from the tables in ``results/study/`` alone;
+``study_report.py --ranking-only results/study`` redoes it and the documents without a run),
+:mod:`~trustcal.study.build` and :mod:`~trustcal.study.render`.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from trustcal.files import atomic_path
 from trustcal.study.build import build_report
 from trustcal.study.costs import TOTAL, cost_lines, cost_summary, read_costs, write_costs
 from trustcal.study.findings import calibrator_findings
+from trustcal.study.names import order, title
+from trustcal.study.ranking import write_ranking
 from trustcal.study.render import BEGIN, END, readme_block, study_markdown
-from trustcal.study.report import REPORT_FILE, Report, load_report, save_report
+from trustcal.study.report import REPORT_FILE, Ranking, Report, load_report, save_report
 from trustcal.study.tables import comparison, load_paired, paired_comparisons, separated
 
 __all__ = [
@@ -48,6 +54,8 @@ __all__ = [
     "separated",
     "study_markdown",
     "write_costs",
+    "write_ranking",
+    "write_ranking_only",
     "write_readme",
     "write_study",
 ]
@@ -65,10 +73,34 @@ def write_study(
     the README block (:func:`write_readme`); returns the block."""
     out = repo / "results" / "study"
     report = build_report(run_dir, out, author_dir, command, remark, beyond)
+    write_documents(report, out)
+    return write_readme(repo, report)
+
+
+def write_documents(report: Report, out: Path) -> None:
+    """``out/report.json`` and ``out/study.md`` of ``report``."""
     save_report(report, out / REPORT_FILE)
     with atomic_path(out / "study.md") as tmp:  # links relative to results/study/, where the file lives
         tmp.write_text(study_markdown(report).replace("](results/study/", "]("), encoding="utf-8")
-    return write_readme(repo, report)
+
+
+def write_ranking_only(study: Path, repo: Path | None = None) -> Ranking | None:
+    """The calibrator ranking of the tables in ``study`` (a ``results/study/``) alone, no run needed
+    (:func:`~trustcal.study.ranking.write_ranking`). With a ``report.json`` there, its runs in its order and
+    titles; the ranking joins the report, and report.json, study.md and (``repo``: the repository whose
+    ``results/study/`` it is) the README block are rendered again, otherwise unchanged. Without one, every
+    run with a ``{run}_scores.csv.gz`` there, and only the three ranking files."""
+    if (study / REPORT_FILE).exists():
+        from trustcal.study.build import section_titles
+
+        report = load_report(study / REPORT_FILE)
+        report.ranking = write_ranking(study, section_titles(report))
+        write_documents(report, study)
+        if repo is not None:
+            write_readme(repo, report)
+        return report.ranking
+    runs = sorted((p.name.removesuffix("_scores.csv.gz") for p in study.glob("*_scores.csv.gz")), key=order)
+    return write_ranking(study, {r: title(r) for r in runs})
 
 
 def write_readme(repo: Path, report: Report | None = None) -> str:

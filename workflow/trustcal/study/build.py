@@ -27,6 +27,7 @@ from trustcal.study import tables as tb
 from trustcal.study.costs import history_seconds, training_share, write_costs
 from trustcal.study.names import data_notes, title
 from trustcal.study.provenance import config_files, data_sources, provenance, run_config
+from trustcal.study.ranking import write_ranking
 from trustcal.study.report import Beyond, Costs, DatasetSection, Report, plain
 from trustcal.training.history import best_epoch
 
@@ -171,7 +172,7 @@ def build_report(
 ) -> Report:
     """The report of the paper's run in ``run_dir`` (``command``: how it was started), with the runs beyond
     the paper's of ``beyond`` ((run directory, its command or None), :func:`beyond_run`); writes the files
-    the report shows into ``out``."""
+    the report shows into ``out`` (with the calibrator ranking, :func:`~trustcal.study.ranking.write_ranking`)."""
     results = run_dir / "results"
     out.mkdir(parents=True, exist_ok=True)
     runs = tb.finished_runs(results)
@@ -205,7 +206,14 @@ def build_report(
     if author_dir is not None:
         report.authors = author_verdicts(author_dir, out)
     report.beyond = [beyond_run(d, c or beyond_command(command, d), out) for d, c in beyond]
+    report.ranking = write_ranking(out, section_titles(report))
     return report
+
+
+def section_titles(report: Report) -> dict[str, str]:
+    """run → its title with its data note's label (``CIFAR-10 (JPEG-derived images)``), for every run of the
+    report (the paper's, then those beyond it)."""
+    return {s.name: s.labelled for s in [*report.datasets, *(s for b in report.beyond for s in b.datasets)]}
 
 
 def declared_setups(run_dir: Path) -> tuple[dict[str, Mapping], list[str]]:

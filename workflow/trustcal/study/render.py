@@ -14,6 +14,7 @@ from trustcal.reporting.verdict import NOT_COMPARABLE, PAPER_SETTINGS, REPRODUCE
 from trustcal.study.costs import cost_lines, training_line
 from trustcal.study.findings import beyond_answer, calibrator_findings, num, paper_findings, seeds_text
 from trustcal.study.markdown import duration, fmt, md_table, ms
+from trustcal.study.ranking import summary_line
 from trustcal.study.report import (
     Beyond,
     CalibratorRow,
@@ -389,6 +390,29 @@ def beyond_lines(b: Beyond) -> list[str]:
     return lines
 
 
+# --- every calibrator against temperature scaling ------------------------------------------------------
+
+
+def ranking_lines(report: Report) -> list[str]:
+    """study.md's section on which calibrator wins (:mod:`trustcal.study.ranking`), none without a ranking."""
+    if report.ranking is None:
+        return []
+    return [
+        "### Which calibrator wins: every calibrator against temperature scaling, across the runs",
+        "",
+        summary_line(report.ranking),
+        "",
+        "![Every calibrator minus temperature scaling per run, and the test-NLL win rates]"
+        "(results/study/calibrator_ranking.png)",
+        "",
+        "Per run, the differences at the best-validation and last epoch with their intervals, and the ranking "
+        "with each run's win rates: [results/study/calibrator_ranking.md](results/study/calibrator_ranking.md); "
+        "every row: [results/study/calibrator_ranking.csv](results/study/calibrator_ranking.csv) "
+        "(docs/method.md §12.8).",
+        "",
+    ]
+
+
 # --- the documents ------------------------------------------------------------------------------------
 
 
@@ -409,7 +433,8 @@ def cost_lines_of(report: Report) -> list[str]:
 
 def study_markdown(report: Report) -> str:
     """``study.md``: the run, its costs, seeds and data, the findings, each run's section, the verdict, the
-    author's predictions and the runs beyond the paper's (links relative to the repository)."""
+    author's predictions, the runs beyond the paper's and which calibrator wins (links relative to the
+    repository)."""
     lines = ["# The real study", "", f"<!-- {GENERATED} from a finished run; do not edit -->", ""]
     lines += [
         run_paragraph(report.provenance, len(report.datasets)),
@@ -429,12 +454,14 @@ def study_markdown(report: Report) -> str:
     lines += verdict_lines(report) + author_lines(report)
     for b in report.beyond:
         lines += beyond_lines(b)
+    lines += ranking_lines(report)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def readme_block(report: Report) -> str:
     """The README's summary: the run and its data, the metrics per dataset, the verdict's counts (the run's and
-    the author's predictions'), the jobs' cost, the findings, one paragraph per run beyond the paper's, links."""
+    the author's predictions'), the jobs' cost, the findings, one paragraph per run beyond the paper's, the line
+    on which calibrators beat temperature scaling (:func:`~trustcal.study.ranking.summary_line`), links."""
     on_authors = (
         " On the author's published predictions (`trustcal assess --paper-claims`, one run each, no seeds): "
         + "; ".join(
@@ -481,6 +508,7 @@ def readme_block(report: Report) -> str:
         *(f"- {item}" for item in in_short(report)),
         "",
         *(p for paragraph in beyond for p in (paragraph, "")),
+        *([summary_line(report.ranking), ""] if report.ranking is not None else []),
         "The full account (the figures, every calibrator, the verdict's table and the statements that contradict "
         f"each other{', what the jobs cost' if c else ''}"
         f"{', the runs beyond the paper' if report.beyond else ''}): "

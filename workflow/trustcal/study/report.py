@@ -166,6 +166,15 @@ class Beyond:
 
 
 @dataclass
+class Ranking:
+    """Every calibrator against temperature scaling, per run and across runs (:mod:`trustcal.study.ranking`):
+    the rows of ``results/study/calibrator_ranking.csv``, a dict each."""
+
+    runs: dict[str, str]  # run → its title, in the report's order
+    rows: list[dict]
+
+
+@dataclass
 class Report:
     """Everything study.md and the README block say."""
 
@@ -176,6 +185,7 @@ class Report:
     invariance: str  # trustcal.reporting.verdict.invariance_note of the run
     authors: dict[str, list[dict]] = field(default_factory=dict)  # dataset → the author-predictions verdict
     beyond: list[Beyond] = field(default_factory=list)
+    ranking: Ranking | None = None  # None: no run compared calibrators (or a report from before the ranking)
 
 
 # --- JSON ---------------------------------------------------------------------------------------------
