@@ -16,15 +16,17 @@ PACKAGE = REPO / "workflow" / "trustcal"
 RANK = {
     "errors": 0,
     "registry": 0.5,  # facts only: every layer that names a dataset or network reads it
+    "imports": 0.75,  # a user's class by its import path (a network, a calibrator)
     "files": 1,
-    "config": 1,
     "codedigest": 1,
     "numerics": 1,
     "measures": 2,
     "calibration": 2,
     "data": 2,
+    "shift": 2,
     "training": 3,
     "predictions": 3,
+    "config": 3.5,  # the config check asks training and calibration whether the code a configuration names runs
     "reporting": 4,
     "settings": 5,
     "stages": 6,

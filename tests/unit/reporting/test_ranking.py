@@ -13,6 +13,7 @@ import pytest
 from tests.unit.reporting.test_study import hand_report
 from trustcal.study import ranking as rk
 from trustcal.study import render as rd
+from trustcal.study.ranking_figure import write_ranking
 from trustcal.study.report import Ranking, load_report, save_report
 
 # --------------------------------------------------------------------------- differences
@@ -266,7 +267,7 @@ def test_write_ranking_writes_the_three_files_from_the_tables(tmp_path):
     for run, t in RUNS.items():
         for name in ("scores", "history", "paired"):
             getattr(t, name).to_csv(tmp_path / f"{run}_{name}.csv.gz", index=False)
-    ranking = rk.write_ranking(tmp_path, TITLES)
+    ranking = write_ranking(tmp_path, TITLES)
     table = pd.read_csv(tmp_path / "calibrator_ranking.csv")
     assert len(table) == len(ranking.rows) and list(table.columns) == rk.COLUMNS
     text = (tmp_path / "calibrator_ranking.md").read_text()
@@ -275,7 +276,7 @@ def test_write_ranking_writes_the_three_files_from_the_tables(tmp_path):
     from PIL import Image
 
     assert Image.open(tmp_path / "calibrator_ranking.png").size[0] == 1400
-    assert rk.write_ranking(tmp_path, {}) is None  # no run: nothing to rank
+    assert write_ranking(tmp_path, {}) is None  # no run: nothing to rank
 
 
 def test_ranking_only_renders_the_documents_again_from_the_report(tmp_path):

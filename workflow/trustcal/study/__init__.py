@@ -30,7 +30,7 @@ from trustcal.study.build import build_report
 from trustcal.study.costs import TOTAL, cost_lines, cost_summary, read_costs, write_costs
 from trustcal.study.findings import calibrator_findings
 from trustcal.study.names import order, title
-from trustcal.study.ranking import write_ranking
+from trustcal.study.ranking_figure import write_ranking
 from trustcal.study.render import BEGIN, END, readme_block, study_markdown
 from trustcal.study.report import REPORT_FILE, Ranking, Report, load_report, save_report
 from trustcal.study.tables import comparison, load_paired, paired_comparisons, separated
@@ -86,7 +86,7 @@ def write_documents(report: Report, out: Path) -> None:
 
 def write_ranking_only(study: Path, repo: Path | None = None) -> Ranking | None:
     """The calibrator ranking of the tables in ``study`` (a ``results/study/``) alone, no run needed
-    (:func:`~trustcal.study.ranking.write_ranking`). With a ``report.json`` there, its runs in its order and
+    (:func:`~trustcal.study.ranking_figure.write_ranking`). With a ``report.json`` there, its runs in its order and
     titles; the ranking joins the report, and report.json, study.md and (``repo``: the repository whose
     ``results/study/`` it is) the README block are rendered again, otherwise unchanged. Without one, every
     run with a ``{run}_scores.csv.gz`` there, and only the three ranking files."""

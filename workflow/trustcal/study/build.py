@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from trustcal.errors import TrustcalError
-from trustcal.files import atomic_path, read_seeds
+from trustcal.files import read_seeds
 from trustcal.measures.paired import stack_seeds
 from trustcal.registry import DATASETS, PAPER_DATASETS, RegistryError, network_title, resolve_setup
 from trustcal.reporting.questions import (
@@ -26,8 +26,9 @@ from trustcal.reporting.verdict import invariance_note, load_runs
 from trustcal.study import tables as tb
 from trustcal.study.costs import history_seconds, training_share, write_costs
 from trustcal.study.names import data_notes, title
+from trustcal.study.png import save_png
 from trustcal.study.provenance import config_files, data_sources, provenance, run_config
-from trustcal.study.ranking import write_ranking
+from trustcal.study.ranking_figure import write_ranking
 from trustcal.study.report import Beyond, Costs, DatasetSection, Report, plain
 from trustcal.training.history import best_epoch
 
@@ -53,17 +54,6 @@ def general_rows(verdict: pd.DataFrame, run: str) -> pd.DataFrame:
 def records(df: pd.DataFrame) -> list[dict]:
     """A frame's rows as JSON data (missing values as None)."""
     return plain(df.to_dict("records"))
-
-
-def save_png(src: Path, dst: Path) -> None:
-    """A 128-colour copy (a few hundred KB instead of a few MB) for the repository."""
-    from PIL import Image
-
-    im = Image.open(src).convert("RGB")
-    with atomic_path(dst) as tmp:
-        im.quantize(colors=128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-            tmp, format="PNG", optimize=True
-        )
 
 
 def _copy_figures(results: Path, ds: str, names, out: Path) -> list[str]:
@@ -172,7 +162,7 @@ def build_report(
 ) -> Report:
     """The report of the paper's run in ``run_dir`` (``command``: how it was started), with the runs beyond
     the paper's of ``beyond`` ((run directory, its command or None), :func:`beyond_run`); writes the files
-    the report shows into ``out`` (with the calibrator ranking, :func:`~trustcal.study.ranking.write_ranking`)."""
+    the report shows into ``out`` (with the calibrator ranking, :func:`~trustcal.study.ranking_figure.write_ranking`)."""
     results = run_dir / "results"
     out.mkdir(parents=True, exist_ok=True)
     runs = tb.finished_runs(results)

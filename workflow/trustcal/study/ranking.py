@@ -14,7 +14,7 @@ Two views, both from the tables a study keeps in ``results/study/``:
   percentile interval of a bootstrap over (run, seed) clusters (:func:`cluster_bootstrap`).
 
 :func:`ranking_table` puts both into one tidy frame (``calibrator_ranking.csv``); :func:`ranking_markdown`
-and :func:`summary_line` say it in words; :func:`write_ranking` writes the three files from the tables
+and :func:`summary_line` say it in words; :func:`trustcal.study.ranking_figure.write_ranking` writes the three files from the tables
 alone. The functions take whatever calibrators the tables hold.
 """
 
@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trustcal.files import atomic_path
 from trustcal.measures.bootstrap import percentile_interval
 from trustcal.study.markdown import listing, md_table
 from trustcal.study.report import Ranking
@@ -521,25 +520,3 @@ def ranking_of(out: Path, runs: Mapping[str, str], **kw) -> tuple[Ranking, dict[
     table = ranking_table(tables, **kw)
     rows = table.astype(object).where(table.notna(), None).to_dict("records")
     return Ranking(runs={r: runs[r] for r in tables}, rows=rows), best
-
-
-def write_ranking(out: Path, runs: Mapping[str, str]) -> Ranking | None:
-    """Write ``calibrator_ranking.csv``, ``.md`` and ``.png`` into ``out`` from the runs' tables there
-    (:func:`ranking_of`); returns the ranking, or None (nothing written) when no run compares calibrators."""
-    ranking, best = ranking_of(out, runs)
-    if not ranking.rows:
-        return None
-    table = frame(ranking)
-    with atomic_path(out / FILES[0]) as tmp:
-        table.to_csv(tmp, index=False, float_format="%.6g")
-    with atomic_path(out / FILES[1]) as tmp:
-        tmp.write_text(ranking_markdown(ranking, best), encoding="utf-8")
-    import tempfile
-
-    from trustcal.study.build import save_png
-    from trustcal.study.ranking_figure import ranking_figure
-
-    with tempfile.TemporaryDirectory() as tmp:  # drawn in full colour, kept as save_png's 128-colour copy
-        ranking_figure(table, ranking.runs, Path(tmp) / FILES[2])
-        save_png(Path(tmp) / FILES[2], out / FILES[2])
-    return ranking

@@ -1,10 +1,12 @@
-"""The figure of ``calibrator_ranking.png`` (:mod:`trustcal.study.ranking`): per score, each calibrator's
+"""The ranking's files (:func:`write_ranking`) and the figure of ``calibrator_ranking.png``
+(:mod:`trustcal.study.ranking`): per score, each calibrator's
 difference from temperature scaling with its paired interval, a row per calibrator, a colour per run, filled
 at the best-validation epoch and open at the last; below, the test-NLL win rates with their bootstrap
 intervals, sorted, against every other calibrator and against temperature scaling."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -14,9 +16,22 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from trustcal.files import atomic_path
 from trustcal.reporting.figures.calibrators import CALIBRATOR_COLOURS, CALIBRATOR_NAMES
 from trustcal.reporting.figures.style import FULL_WIDTH, save, set_style
-from trustcal.study.ranking import ALL, BASELINE, METRIC_NAMES, OTHERS, POINTS
+from trustcal.study.png import save_png
+from trustcal.study.ranking import (
+    ALL,
+    BASELINE,
+    FILES,
+    METRIC_NAMES,
+    OTHERS,
+    POINTS,
+    Ranking,
+    frame,
+    ranking_markdown,
+    ranking_of,
+)
 from trustcal.study.tables import in_order
 
 FALLBACK = "0.45"  # a calibrator without a colour of its own
@@ -155,3 +170,20 @@ def ranking_figure(table: pd.DataFrame, titles: Mapping[str, str], path: Path | 
     if path is not None:
         save(fig, [path])
     return fig
+
+
+def write_ranking(out: Path, runs: Mapping[str, str]) -> Ranking | None:
+    """Write ``calibrator_ranking.csv``, ``.md`` and ``.png`` into ``out`` from the runs' tables there
+    (:func:`ranking_of`); returns the ranking, or None (nothing written) when no run compares calibrators."""
+    ranking, best = ranking_of(out, runs)
+    if not ranking.rows:
+        return None
+    table = frame(ranking)
+    with atomic_path(out / FILES[0]) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.6g")
+    with atomic_path(out / FILES[1]) as tmp:
+        tmp.write_text(ranking_markdown(ranking, best), encoding="utf-8")
+    with tempfile.TemporaryDirectory() as tmp:  # drawn in full colour, kept as save_png's 128-colour copy
+        ranking_figure(table, ranking.runs, Path(tmp) / FILES[2])
+        save_png(Path(tmp) / FILES[2], out / FILES[2])
+    return ranking
