@@ -95,6 +95,25 @@ def no_more_options(method: str, options: dict, accepted: tuple[str, ...]) -> No
         )
 
 
+def linear_map(method: str, full: bool, n_classes: int, weights, bias) -> tuple[np.ndarray, np.ndarray]:
+    """The weights (K×K when ``full``, else K scales) and the K biases of a linear map of calibrator ``method``,
+    as contiguous float64 arrays; a ValueError when their shapes are not those."""
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    bias = np.ascontiguousarray(bias, dtype=np.float64)
+    shape = (n_classes, n_classes) if full else (n_classes,)
+    if weights.shape != shape or bias.shape != (n_classes,):
+        raise ValueError(
+            f"'{method}' needs weights {shape} and bias ({n_classes},), got {weights.shape} and {bias.shape}"
+        )
+    return weights, bias
+
+
+def temperature_bound(t: float, t_min: float, t_max: float) -> str:
+    """"T = 0.01 is the lower bound t_min of the search interval [0.01, 100]": which bound T is at."""
+    side = "lower bound t_min" if abs(t - t_min) <= abs(t - t_max) else "upper bound t_max"
+    return f"T = {t:g} is the {side} of the search interval [{t_min:g}, {t_max:g}]"
+
+
 class Calibrator(ABC):
     """A fitted post-hoc calibrator: logits → calibrated probabilities.
 

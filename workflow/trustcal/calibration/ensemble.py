@@ -18,7 +18,7 @@ import itertools
 import numpy as np
 
 from trustcal.calibration.base import check_logits, no_more_options, require
-from trustcal.calibration.scaling import _SoftmaxMap
+from trustcal.calibration.scaling import TemperatureFirst
 from trustcal.calibration.temperature import log_softmax
 
 XATOL = 1e-10  # the search for log T stops within this of the minimum
@@ -53,7 +53,7 @@ def simplex_quadratic(a: np.ndarray, c: np.ndarray) -> np.ndarray:
     return best
 
 
-class EnsembleTemperatureScaling(_SoftmaxMap):
+class EnsembleTemperatureScaling(TemperatureFirst):
     """ETS (Zhang et al. 2020): w_T softmax(z / T) + w_1 softmax(z) + w_u / K, fitted by the Brier score."""
 
     method = "ets"
@@ -66,18 +66,6 @@ class EnsembleTemperatureScaling(_SoftmaxMap):
         self.weights = np.asarray(weights, dtype=np.float64)
         if self.weights.shape != (3,):
             raise ValueError(f"'ets' needs 3 weights, got shape {self.weights.shape}")
-
-    @property
-    def temperature(self):
-        return self._temperature
-
-    def summary(self):
-        return {**super().summary(), "temperature": float("nan")}
-
-    def bound_detail(self, t_min, t_max):
-        t = self._temperature
-        side = "lower bound t_min" if abs(t - t_min) <= abs(t - t_max) else "upper bound t_max"
-        return f"its T = {t:g} is the {side} of the search interval [{t_min:g}, {t_max:g}]"
 
     def predict_log_proba(self, logits):
         z = check_logits(logits, self.n_classes)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustcal.calibration.base import check_logits, no_more_options, option, require
-from trustcal.calibration.scaling import MAX_ITER, TOL, _SoftmaxMap
+from trustcal.calibration.base import check_logits, linear_map, no_more_options, option, require
+from trustcal.calibration.scaling import MAX_ITER, TOL, TemperatureFirst
 from trustcal.calibration.solver import Box, iteration_plan, minimize_box
 from trustcal.calibration.temperature import fit_temperature, log_softmax
 
@@ -81,7 +81,7 @@ class _StructuredLoss:
         return nll + penalty, np.concatenate([g_w.ravel(), g_b])
 
 
-class _StructuredScaling(_SoftmaxMap):
+class _StructuredScaling(TemperatureFirst):
     """softmax(W x + b), x = log((1 − ε) softmax(z / T) + ε / K) (the module docstring)."""
 
     full: bool
@@ -91,32 +91,12 @@ class _StructuredScaling(_SoftmaxMap):
         super().__init__(n_classes, **flags)
         self._temperature = float(temperature)
         self.mixture = float(mixture)
-        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
-        self.bias = np.ascontiguousarray(bias, dtype=np.float64)
-        shape = (n_classes, n_classes) if self.full else (n_classes,)
-        if self.weights.shape != shape or self.bias.shape != (n_classes,):
-            raise ValueError(
-                f"'{self.method}' needs weights {shape} and bias ({n_classes},), "
-                f"got {self.weights.shape} and {self.bias.shape}"
-            )
+        self.weights, self.bias = linear_map(self.method, self.full, n_classes, weights, bias)
 
     @classmethod
     def identity(cls, n_classes, **flags):
         weights = np.eye(n_classes) if cls.full else np.ones(n_classes)
         return cls(n_classes, 1.0, 0.0, weights, np.zeros(n_classes), **flags)
-
-    @property
-    def temperature(self):
-        """T of the first step (NaN in the summary: the map is more than a temperature)."""
-        return self._temperature
-
-    def summary(self):
-        return {**super().summary(), "temperature": float("nan")}
-
-    def bound_detail(self, t_min, t_max):
-        t = self._temperature
-        side = "lower bound t_min" if abs(t - t_min) <= abs(t - t_max) else "upper bound t_max"
-        return f"its temperature step's T = {t:g} is the {side} of the search interval [{t_min:g}, {t_max:g}]"
 
     def predict_log_proba(self, logits):
         x = mixed_log_proba(check_logits(logits, self.n_classes), self._temperature, self.mixture)
