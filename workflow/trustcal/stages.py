@@ -27,6 +27,7 @@ from trustcal.calibration.table import (
 )
 from trustcal.errors import TrustcalError
 from trustcal.files import read_result_csv, read_result_npz, write_csv, write_npz
+from trustcal.numerics import one_blas_thread
 from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, PredictionSet, score_tables, trust_tables
 from trustcal.settings import Settings
 
@@ -184,7 +185,9 @@ def trust_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Set
     bootstrap intervals when ``settings.bootstrap`` is given), dynamic_trust.csv, trust_sweep.csv
     (``settings.trust``, ``settings.sweep``)."""
     preds = list(load_predictions(logit_paths, calibrators))
-    write_tables(trust_tables(preds, settings.trust, settings.sweep, bootstrap=settings.bootstrap), outputs)
+    with one_blas_thread():  # as the job's one thread: the same last bits wherever the stage is called
+        tables = trust_tables(preds, settings.trust, settings.sweep, bootstrap=settings.bootstrap)
+    write_tables(tables, outputs)
 
 
 def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Settings) -> None:
@@ -198,7 +201,8 @@ def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Se
 
     preds = list(load_predictions(logit_paths, calibrators))
     kept = {} if settings.bootstrap is not None and "paired" in outputs else None
-    tables = score_tables(preds, settings.metrics, bootstrap=settings.bootstrap, kept=kept)
+    with one_blas_thread():  # as the job's one thread: the same last bits wherever the stage is called
+        tables = score_tables(preds, settings.metrics, bootstrap=settings.bootstrap, kept=kept)
     write_tables(tables, outputs)
     test = [p for p in preds if p.split == "test"]
     if test:  # a calibrator that made the test split worse than the raw model: a line per calibrator
@@ -235,7 +239,8 @@ def trust_bootstrap_stage(logit_paths, temperature_states, out, settings: Settin
     for p in load_predictions(logit_paths, [temperature_states], splits=("test",)):
         if counts is None:
             counts = resample_counts(len(p.labels), bootstrap)
-        by_epoch.setdefault(p.epoch, {})[p.calibrator] = bootstrap_opinions(p.probs, p.labels, counts, params)
+        with one_blas_thread():
+            by_epoch.setdefault(p.epoch, {})[p.calibrator] = bootstrap_opinions(p.probs, p.labels, counts, params)
     epochs = sorted(by_epoch)
     arrays = {
         name: np.stack([np.stack([by_epoch[e][c][name] for c in PAPER_STATES]) for e in epochs]).astype(np.float32)
