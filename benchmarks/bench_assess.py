@@ -25,8 +25,19 @@ the phases that reported their duration on stderr (reading, assessing, figures: 
 5 s or more says how long it took), the load average, and the wall time against the target (60 s
 for 1,000 files on two cores); written to ``benchmarks/results/assess_series.csv``.
 
+``--rows N`` times one large file instead: a CSV of N rows of k probabilities printed with four decimals
+and the label (72 bytes a row at k = 10, so 72 MB for a million rows; :func:`predictions`' model),
+assessed as a user does (a fresh process, ``trustcal assess FILE --out DIR``, the default bootstrap of 200
+resamples) with its default figures and with ``--no-figures``. Reported per variant: the wall and CPU
+time, the peak resident memory (``ru_maxrss`` of the command as ``wait4`` reports it: the largest of its
+processes, the forked figure workers included; what ``/usr/bin/time -v`` reports), the peak of the
+proportional set size of all its processes together (``Pss`` of ``/proc/PID/smaps_rollup``, sampled every
+0.2 s: shared pages counted once), the longest time stderr stayed silent once the first progress line was
+due (5 s), and the phases it reported; written to ``benchmarks/results/assess_rows.csv``.
+
     python benchmarks/bench_assess.py [--n 10000] [--k 10] [--repeats 3] [--out CSV]
     python benchmarks/bench_assess.py --series 1000 [--repeats 1] [--out CSV]
+    python benchmarks/bench_assess.py --rows 1000000 [--repeats 1] [--out CSV]
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -169,6 +181,132 @@ def bench_series(files: int, n: int, k: int, repeats: int, out: Path, variants=t
     print(f"written: {out}")
 
 
+ROWS_VARIANTS = {"figures": [], "no-figures": ["--no-figures"]}
+FIRST_LINE_DUE_S = 5.0  # off a terminal, trustcal assess says nothing for this long; then a line every 10 s
+
+
+def write_rows(path: Path, n: int, k: int) -> Path:
+    """``n`` rows of :func:`predictions`' probabilities, four decimals each, and the label, as a CSV
+    (``p0 … p{k−1}, label``), written a block of rows at a time."""
+    probs, labels, _ = predictions(n, k, seed=0)
+    with open(path, "w") as f:
+        f.write(",".join(f"p{c}" for c in range(k)) + ",label\n")
+        for start in range(0, n, 100_000):
+            block = np.column_stack([probs[start : start + 100_000], labels[start : start + 100_000]])
+            np.savetxt(f, block, fmt=["%.4f"] * k + ["%d"], delimiter=",")
+    return path
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (from /proc/PID/task/*/children)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return found
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    m = re.search(r"^Pss:\s+(\d+) kB", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def run_measured(args: list[str], out: Path) -> dict:
+    """One ``trustcal assess`` in a fresh process, measured: wall and CPU seconds, peak RSS of its largest
+    process (wait4's ``ru_maxrss``), peak PSS of all its processes (sampled), the longest silence of its
+    stderr after the first progress line was due, and its stderr."""
+    lines: list[tuple[float, str]] = []
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trustcal", "assess", *args, "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append((time.perf_counter() - t0, line.rstrip("\n")))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    peak_pss = 0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        peak_pss = max(peak_pss, sum(_pss_kb(p) for p in _tree(proc.pid)))
+        time.sleep(0.2)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
+    stderr = "\n".join(line for _, line in lines)
+    if proc.returncode != 0:
+        raise SystemExit(f"trustcal assess {' '.join(args)} failed:\n{stderr}")
+    said = [FIRST_LINE_DUE_S] + [t for t, _ in lines if t >= FIRST_LINE_DUE_S] + [wall]
+    return dict(
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=usage.ru_maxrss / 1024,  # kB on Linux
+        peak_pss_mb=peak_pss / 1024,
+        longest_silence_s=max(b - a for a, b in zip(said, said[1:])),
+        stderr=stderr,
+    )
+
+
+def bench_rows(n: int, k: int, repeats: int, out: Path, variants=tuple(ROWS_VARIANTS)) -> None:
+    """Time and measure ``trustcal assess`` on one CSV of ``n`` × ``k`` (module docstring), write ``out``."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        path = write_rows(tmp / f"preds_{n}.csv", n, k)
+        size = path.stat().st_size
+        print(f"wrote {n} x {k} ({size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s", flush=True)
+        for rep in range(repeats):
+            for variant in variants:
+                load = os.getloadavg()[0]
+                got = run_measured([str(path), *ROWS_VARIANTS[variant]], tmp / f"out-{rep}-{variant}")
+                phases = phase_seconds(got.pop("stderr"))
+                rows.append(
+                    dict(
+                        rows=n,
+                        k=k,
+                        csv_mb=size / 1e6,
+                        variant=variant,
+                        repeat=rep,
+                        **got,
+                        reading_s=phases.get("reading"),
+                        assessing_s=phases.get("assessing"),
+                        figures_s=phases.get("figures"),
+                        load_before=load,
+                        load_after=os.getloadavg()[0],
+                    )
+                )
+                print(
+                    f"  {variant}: {got['wall_s']:.1f} s wall, {got['cpu_s']:.1f} s CPU, peak RSS "
+                    f"{got['peak_rss_mb']:.0f} MB, peak PSS {got['peak_pss_mb']:.0f} MB, longest silence "
+                    f"{got['longest_silence_s']:.1f} s, phases {phases}",
+                    flush=True,
+                )
+    table = pd.DataFrame(rows)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"trustcal assess on one CSV of {n} x {k}, default bootstrap, {cores} cores")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(f"written: {out}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000, help="test samples (default 10000)")
@@ -192,8 +330,33 @@ def main(argv=None) -> None:
         metavar="LIST",
         help=f"with --series: the variants to run, comma-separated (default {','.join(SERIES_VARIANTS)})",
     )
-    parser.add_argument("--out", type=Path, help="CSV (default benchmarks/results/assess.csv, assess_series.csv)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        metavar="N",
+        help="time one CSV of N rows (of --k probabilities, four decimals, and the label) instead: wall time, "
+        "peak memory and the longest silence of the progress (one round unless --repeats is given)",
+    )
+    parser.add_argument(
+        "--rows-variants",
+        type=lambda text: text.split(","),
+        default=list(ROWS_VARIANTS),
+        metavar="LIST",
+        help=f"with --rows: the variants to run, comma-separated (default {','.join(ROWS_VARIANTS)})",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="CSV (default benchmarks/results/assess.csv, assess_series.csv, assess_rows.csv)"
+    )
     args = parser.parse_args(argv)
+    if args.rows is not None:
+        unknown = set(args.rows_variants) - set(ROWS_VARIANTS)
+        if unknown:
+            parser.error(
+                f"unknown --rows-variants {', '.join(sorted(unknown))}; choose from {', '.join(ROWS_VARIANTS)}"
+            )
+        out = args.out or Path("benchmarks/results/assess_rows.csv")
+        bench_rows(args.rows, args.k, args.repeats or 1, out, args.rows_variants)
+        return
     if args.series is not None:
         out = args.out or Path("benchmarks/results/assess_series.csv")
         unknown = set(args.series_variants) - set(SERIES_VARIANTS)

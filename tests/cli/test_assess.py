@@ -992,6 +992,56 @@ def test_loss_history_pickle_is_read_without_running_code(tmp_path):
     assert not marker.exists(), "the pickle's code must not run"
 
 
+def test_a_bare_pickle_named_npy_is_refused_as_a_history_with_what_is_expected(tmp_path):
+    """A loss history written by pickle.dump, not np.save, beside the predictions or given with --history: one
+    line saying what the file is and what is expected, exit 2, nothing written."""
+    import pickle
+
+    series = tmp_path / "series"
+    series.mkdir()
+    for e in (1, 2):
+        probs, labels, _ = random_probs(40, 3, seed=e)
+        write_csv(series / f"bef_{e}.csv", probs, labels)
+    history = series / "loss_history.npy"
+    history.write_bytes(pickle.dumps({"train": [0.9, 0.5], "val": [1.0, 0.8]}))
+    expected = (
+        f"error: {history}: a Python pickle (written by pickle.dump), not a .npy file written by np.save; expected "
+        "np.save's .npy of a dict with 'train' and 'val' loss lists (as the author's loss_history.npy), or a CSV "
+        "with columns epoch, train_loss, val_loss. Fix: save the history with np.save('loss_history.npy', "
+        "{'train': train_losses, 'val': val_losses}), or pass a CSV with those columns as --history FILE."
+    )
+    for sources in ([series], [series / "bef_1.csv", "--history", history]):
+        code, stdout, stderr = run("assess", *sources, "--out", tmp_path / "out")
+        assert (code, stdout, stderr.splitlines()) == (2, "", [expected])
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["series"]
+    binary = tmp_path / "series" / "history.bin"
+    binary.write_bytes(bytes(range(128, 256)) * 4)
+    code, _, stderr = run("assess", series / "bef_1.csv", "--history", binary, "--out", tmp_path / "out")
+    assert (code, stderr.splitlines()) == (
+        2,
+        [
+            f"error: {binary}: not a loss history: neither a .npy file written by np.save nor text; expected "
+            "np.save's .npy of a dict with 'train' and 'val' loss lists (as the author's loss_history.npy), or a CSV "
+            "with columns epoch, train_loss, val_loss. Fix: pass such a file as --history FILE."
+        ],
+    )
+
+
+def test_out_under_a_file_is_one_line_naming_the_file(tmp_path, good):
+    """--out inside a path whose folder is a regular file: exit 2 and one line naming it and the fix (not the
+    operating system's FileExistsError or NotADirectoryError), the file untouched."""
+    afile = tmp_path / "afile.txt"
+    afile.write_text("notes")
+    for out in (afile / "sub", afile / "sub" / "deeper"):
+        code, stdout, stderr = run("assess", good, "--out", out)
+        assert (code, stdout) == (2, ""), stderr
+        assert stderr.splitlines() == [
+            f"error: {out}: {afile} exists and is not a directory, so no output directory can be made inside it. "
+            f"Fix: choose another output directory (or move {afile} away)."
+        ]
+    assert afile.read_text() == "notes" and sorted(p.name for p in tmp_path.iterdir()) == ["afile.txt", "preds.csv"]
+
+
 def test_history_beside_a_series_is_used_unless_another_is_given(tmp_path):
     series = tmp_path / "series"
     series.mkdir()

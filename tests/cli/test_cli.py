@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from contextlib import redirect_stderr, redirect_stdout
 
 import numpy as np
@@ -267,6 +268,7 @@ def test_progress_off_a_terminal_is_plain_lines_for_long_work(series, tmp_path, 
     monkeypatch.setattr(cli.time, "monotonic", lambda: float(next(ticks)))
     monkeypatch.setattr(cli, "PLAIN_AFTER", 1.0)
     monkeypatch.setattr(cli, "PLAIN_EVERY", 1.0)
+    monkeypatch.setattr(cli, "BEAT_EVERY", float("inf"))  # no line for an item that takes long: that is another test
     code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
     assert code == 0 and "\r" not in stderr and "assessing" not in stdout
     lines = stderr.splitlines()
@@ -314,6 +316,7 @@ def test_every_phase_of_a_series_says_how_far_it_is_off_a_terminal(long_series, 
     monkeypatch.setattr(cli.time, "monotonic", lambda: float(next(ticks)))
     monkeypatch.setattr(cli, "PLAIN_AFTER", 1.0)
     monkeypatch.setattr(cli, "PLAIN_EVERY", 1.0)
+    monkeypatch.setattr(cli, "BEAT_EVERY", float("inf"))  # no line for an item that takes long: that is another test
     code, _, stderr = run("assess", long_series, "--out", tmp_path / "out", "--bootstrap", 20)
     assert code == 0 and "\r" not in stderr, stderr
     figures = len(list((tmp_path / "out" / "figures").iterdir()))
@@ -324,6 +327,37 @@ def test_every_phase_of_a_series_says_how_far_it_is_off_a_terminal(long_series, 
             str(i) for i in range(total)
         ], stderr
         assert re.fullmatch(rf"{phase}: {total} {unit} in \d+\.0 s", said[-1]), stderr
+
+
+def test_an_item_that_takes_long_gives_a_line_every_beat_off_a_terminal(monkeypatch):
+    """Off a terminal, one item that takes long (a file of a million rows is one item of each phase): a line at
+    least every BEAT_EVERY seconds while it is worked on, saying how long so far, then the phase's total."""
+    monkeypatch.setattr(cli, "BEAT_EVERY", 0.25)
+    stream = io.StringIO()
+    for _ in cli._ShowProgress(stream)(["big"], "assessing", "epoch"):
+        time.sleep(2.0)
+    lines = stream.getvalue().splitlines()
+    said = [re.fullmatch(r"assessing: 0/1 epochs, (\d+\.\d) s", line) for line in lines[:-1]]
+    assert all(said) and len(said) >= 3, lines
+    seconds = [float(m.group(1)) for m in said]
+    assert seconds == sorted(seconds) and seconds[0] >= 0.2, lines  # the first after a beat, then in order
+    last = re.fullmatch(r"assessing: 1 epoch in (\d+\.\d) s", lines[-1])
+    assert last and float(last.group(1)) >= 2.0 and seconds[-1] <= float(last.group(1)), lines
+
+
+def test_one_large_file_says_how_far_its_assessment_is_while_it_runs(tmp_path, monkeypatch):
+    """trustcal assess on one file whose tables take a few beats (20,000 rows, the default bootstrap): lines
+    while its one epoch is assessed, none of them on stdout."""
+    monkeypatch.setattr(cli, "BEAT_EVERY", 0.3)
+    rng = np.random.default_rng(0)
+    probs = softmax(rng.normal(0, 2, (20_000, 10)))
+    big = tmp_path / "big.npz"
+    np.savez(big, probs=probs, labels=rng.integers(0, 10, 20_000))
+    code, stdout, stderr = run("assess", big, "--out", tmp_path / "out", "--no-figures")
+    assert code == 0 and "assessing" not in stdout, stderr
+    beats = [line for line in stderr.splitlines() if line.startswith("assessing: ")]
+    assert len(beats) >= 2 and all(re.fullmatch(r"assessing: 0/1 epochs, \d+\.\d s", b) for b in beats[:-1]), stderr
+    assert re.fullmatch(r"assessing: 1 epoch in \d+\.\d s", beats[-1]), stderr
 
 
 def test_durations_read_as_a_person_would_say_them():

@@ -15,8 +15,10 @@ import functools
 import json
 import os
 import re
+import signal
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import fields
@@ -121,15 +123,18 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _choices(choices: Sequence[str], what: str):
-    """An argument type: comma-separated names among ``choices`` (each once, in their order)."""
+def _choices(choices: Sequence[str], what: str, pattern: str | None = None, pattern_help: str = ""):
+    """An argument type: comma-separated names among ``choices``, or matching ``pattern`` (kept as written: an
+    import path is case-sensitive), each once, in their order."""
+    allowed = ", ".join(choices) + (f", or {pattern_help}" if pattern else "")
 
     def names(text: str) -> list[str]:
-        given = [n.strip().lower() for n in text.split(",") if n.strip()]
-        unknown = [n for n in given if n not in choices]
+        given = [n.strip() for n in text.split(",") if n.strip()]
+        given = [n if pattern and re.match(pattern, n) else n.lower() for n in given]
+        unknown = [n for n in given if n not in choices and not (pattern and re.match(pattern, n))]
         if unknown or not given:
             raise argparse.ArgumentTypeError(
-                f"unknown {what} {', '.join(unknown) or repr(text)}; choose from {', '.join(choices)}"
+                f"unknown {what} {', '.join(unknown) or repr(text)}; choose from {allowed}"
             )
         return list(dict.fromkeys(given))
 
@@ -169,7 +174,54 @@ OUT_REQUIRED = "--out DIR is required (where to write the tables and figures); e
 
 
 PLAIN_AFTER = 5.0  # seconds: off a terminal, a phase says nothing before this (short runs stay silent) …
-PLAIN_EVERY = 30.0  # … and then a line at most this often
+PLAIN_EVERY = 10.0  # … and then a line at most this often as its items are done …
+BEAT_EVERY = 9.5  # … and at least every 10 s while one item takes long (a file of a million rows): a thread
+# woken a little early, so that a busy machine, slow to run it, still keeps the lines 10 s apart at most
+BAR_REFRESH = 1.0  # seconds: on a terminal, a bar's elapsed time is redrawn this often while an item takes long
+_wall = time.monotonic  # the real clock of the heartbeat, whatever clock the lines show
+
+# Held while the progress writes from its heartbeat thread; a fork (the workers of a series, the figures)
+# waits for it, so that no forked worker inherits a write half done (a lock of stderr held for ever).
+_WRITING = threading.Lock()
+
+
+def _new_writing_lock() -> None:
+    global _WRITING
+    _WRITING = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=lambda: _WRITING.acquire(), after_in_parent=lambda: _WRITING.release(), after_in_child=_new_writing_lock
+    )
+
+
+class _Heartbeat:
+    """Calls ``beat()`` in a thread of its own while the block runs, under :data:`_WRITING`; ``beat`` returns
+    the seconds to wait before it is called again (None: stop)."""
+
+    def __init__(self, beat):
+        self.beat, self.stop = beat, threading.Event()
+        self.thread = threading.Thread(target=self._run, name="trustcal-progress", daemon=True)
+
+    def _run(self) -> None:
+        wait = 0.0
+        while not self.stop.wait(min(wait, 60.0)):  # looked at again at least every minute
+            with _WRITING:
+                try:
+                    wait = self.beat()
+                except (OSError, ValueError):  # the stream was closed: nothing more to show
+                    return
+            if wait is None:
+                return
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def _duration(seconds: float) -> str:
@@ -200,39 +252,74 @@ class _ShowProgress:
     """Progress of each phase of ``trustcal assess`` on ``stream`` (stderr), and the final timing.
 
     On a terminal: a tqdm bar per phase (reading, calibrating, assessing, figures), of a fixed width
-    (tqdm's ``dynamic_ncols`` draws nothing on a terminal that reports no size). Elsewhere (a log
-    file, a pipe): plain lines, none for a phase shorter than ``PLAIN_AFTER`` seconds, then one at
-    most every ``PLAIN_EVERY`` seconds, and a last line when a phase that spoke ends.
+    (tqdm's ``dynamic_ncols`` draws nothing on a terminal that reports no size), its elapsed time
+    redrawn every ``BAR_REFRESH`` seconds while an item takes long. Elsewhere (a log file, a pipe): plain
+    lines, none for a phase shorter than ``PLAIN_AFTER`` seconds, then one at most every ``PLAIN_EVERY``
+    seconds as items are done, and a last line when a phase that spoke ends; while an item takes long (one
+    file of a million rows: a single item of each phase), a line when none came for ``BEAT_EVERY`` seconds,
+    counted from the last line of any phase (or the start of the run).
     """
 
     def __init__(self, stream, clock=None):
         self.stream, self.clock = stream, clock or time.monotonic
         self.terminal = stream.isatty()
         self.start = self.clock()
+        self.quiet_since = _wall()  # real time of the last line (or the start): the heartbeat's, across phases
 
     def __call__(self, items, what: str, unit: str):
         if self.terminal:
-            from tqdm import tqdm
-
-            columns, rows = _terminal_size(self.stream)
-            return tqdm(items, desc=what, unit=f" {unit}s", file=self.stream, ncols=columns, nrows=rows)
+            return self._bar(items, what, unit)
         return self._plain(items, what, unit)
+
+    def _bar(self, items, what: str, unit: str):
+        from tqdm import tqdm
+
+        columns, rows = _terminal_size(self.stream)
+        bar = tqdm(items, desc=what, unit=f" {unit}s", file=self.stream, ncols=columns, nrows=rows)
+
+        def redraw() -> float:
+            bar.refresh()
+            return BAR_REFRESH
+
+        with _Heartbeat(redraw):
+            yield from bar
 
     def _plain(self, items, what: str, unit: str):
         total = len(items) if hasattr(items, "__len__") else None
-        start, last, done = self.clock(), None, 0
-        for item in items:
-            now = self.clock()
-            if now - start >= PLAIN_AFTER and (last is None or now - last >= PLAIN_EVERY):
-                line = f"{what}: {done}{'' if total is None else f'/{total}'} {unit}s, {_duration(now - start)}"
-                if done and total:  # at the pace so far
-                    line += f", about {_duration((now - start) / done * (total - done))} left"
-                print(line, file=self.stream, flush=True)
-                last = now
-            yield item
-            done += 1
-        if last is not None:
-            print(f"{what}: {_plural(done, unit)} in {_duration(self.clock() - start)}", file=self.stream, flush=True)
+        start = self.clock()
+        said = dict(done=0, last=None)  # items done; clock of the phase's last line
+
+        def say(now: float) -> None:
+            done = said["done"]
+            line = f"{what}: {done}{'' if total is None else f'/{total}'} {unit}s, {_duration(now - start)}"
+            if done and total:  # at the pace so far
+                line += f", about {_duration((now - start) / done * (total - done))} left"
+            print(line, file=self.stream, flush=True)
+            said["last"], self.quiet_since = now, _wall()
+
+        def beat() -> float:  # an item that takes long: a line when none came for BEAT_EVERY seconds (any phase's)
+            quiet = _wall() - self.quiet_since
+            if quiet >= BEAT_EVERY:
+                say(self.clock())
+                quiet = 0.0
+            return BEAT_EVERY - quiet
+
+        with _Heartbeat(beat):
+            for item in items:
+                with _WRITING:
+                    now = self.clock()
+                    if now - start >= PLAIN_AFTER and (said["last"] is None or now - said["last"] >= PLAIN_EVERY):
+                        say(now)
+                yield item
+                with _WRITING:
+                    said["done"] += 1
+        if said["last"] is not None:
+            print(
+                f"{what}: {_plural(said['done'], unit)} in {_duration(self.clock() - start)}",
+                file=self.stream,
+                flush=True,
+            )
+            self.quiet_since = _wall()
 
     def done(self, files: int) -> None:
         """The final timing line (off a terminal only after a run long enough to have shown progress)."""
@@ -307,8 +394,10 @@ def _add_setting(group, cls, name: str, option, prefix: str) -> None:
     shown = option.shown_default or "%(default)s"
     kwargs = dict(dest=_dest(name, option, prefix), metavar=option.metavar, default=default)
     if option.comma:
-        kwargs.update(type=_choices(option.choices, "calibrator"))
-        extra = f", comma-separated, any of {', '.join(option.choices)}"
+        kwargs.update(type=_choices(option.choices, "calibrator", option.pattern, option.pattern_help))
+        extra = f", comma-separated, any of {', '.join(option.choices)}" + (
+            f", or {option.pattern_help}" if option.pattern else ""
+        )
     elif option.choices is not None:
         kwargs.update(choices=option.choices)
         extra = ""
@@ -529,12 +618,39 @@ def run_assess(args) -> int:
     return 0
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler ending a job, ``kill``), taken as an interruption: the output directory is left
+    as it was, the temporary one removed, the forked workers killed, the lock released."""
+
+
+def _terminated(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM while cleaning up ends the process at once
+    raise Terminated()
+
+
+def _on_sigterm():
+    """Make SIGTERM raise :class:`Terminated` while the command runs (the main thread only: a handler can
+    be set there alone); the handler it replaced, to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminated)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "assess" and args.out is None:
         example = " ".join(args.sources) if len(" ".join(args.sources)) <= 60 else "preds/"
         args.parser.error(OUT_REQUIRED.format(example))
+    previous = _on_sigterm()
+    try:
+        return _run(parser, args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(parser, args) -> int:
     try:
         if args.command == "assess":
             return run_assess(args)
@@ -545,6 +661,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like: the results are written, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Terminated:
+        print("error: stopped by SIGTERM; nothing was written", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("error: interrupted; nothing was written", file=sys.stderr)
         return 130

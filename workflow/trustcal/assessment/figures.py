@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import os
 import warnings as pywarnings
 from collections.abc import Callable, Iterable, Sequence
@@ -138,21 +139,35 @@ def _drawn(jobs: list[tuple[Callable, list[Path]]], workers: int) -> Iterable[st
     """What :func:`_draw_quietly` says of each job, in order, each as soon as it is drawn (in ``workers``
     forked processes, :func:`~trustcal.assessment.workers.forked`); its
     :class:`~trustcal.files.DiskError`, raised in a worker, is raised here (the figures not yet begun
-    cancelled)."""
+    cancelled, those being drawn stopped, and what they had half written removed)."""
     if workers < 2:
         yield from (_draw_quietly(draw, paths) for draw, paths in jobs)
         return
     from trustcal.reporting.figures import style
 
     style.set_style()  # matplotlib imported once, before the fork
-    with contextlib.closing(
-        forked([functools.partial(_draw_quietly, draw, paths) for draw, paths in jobs], workers)
-    ) as futures:
-        for future in futures:
-            try:
-                (result,) = future.result()
-            except DiskError:
-                raise
-            except Exception as exc:  # a worker that died (memory): that figure is skipped
-                result = f"{type(exc).__name__}: {exc}"
-            yield result
+    try:
+        with contextlib.closing(
+            forked([functools.partial(_draw_quietly, draw, paths) for draw, paths in jobs], workers)
+        ) as futures:
+            for future in futures:
+                try:
+                    (result,) = future.result()
+                except DiskError:
+                    raise
+                except Exception as exc:  # a worker that died (memory): that figure is skipped
+                    result = f"{type(exc).__name__}: {exc}"
+                yield result
+    except BaseException:  # the workers were stopped (forked): their figures' temporaries go too
+        _remove_half_written(jobs)
+        raise
+
+
+def _remove_half_written(jobs: list[tuple[Callable, list[Path]]]) -> None:
+    """The temporary files (:func:`trustcal.files.atomic_path`: ``.{name}.{random}.tmp`` beside each) of the
+    figures of ``jobs`` that a stopped worker was writing."""
+    for _, paths in jobs:
+        for path in paths:
+            for tmp in Path(path).parent.glob(f".{glob.escape(Path(path).name)}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()

@@ -8,6 +8,7 @@ stay (:func:`trustcal.files.atomic_directory`).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,7 @@ from trustcal.assessment.figures import FIGURE_FORMATS, draw_figures
 from trustcal.assessment.result import Assessment, Progress, Wording, library_words, no_progress
 from trustcal.assessment.sources import assess_files
 from trustcal.assessment.summary import file_list
+from trustcal.errors import TrustcalError
 from trustcal.files import atomic_directory, write_csv, written_files
 from trustcal.predictions import ReadOptions
 from trustcal.settings import Settings
@@ -168,6 +170,19 @@ def default_title(sources) -> str:
     return first.parent.resolve().name or first.name
 
 
+def _refuse_file_above(out: Path) -> None:
+    """Raise :class:`~trustcal.errors.TrustcalError` where a folder above ``out`` is a file (``notes.txt/sub``):
+    no directory can be made there."""
+    for parent in Path(out).parents:
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise TrustcalError(
+                    f"{out}: {parent} exists and is not a directory, so no output directory can be made inside it. "
+                    f"Fix: choose another output directory (or move {parent} away)."
+                )
+            return
+
+
 def assess_to_dir(
     sources,
     out: str | Path,
@@ -198,6 +213,7 @@ def assess_to_dir(
         from trustcal.reporting.verdict import load_claims
 
         load_claims(claims)  # a bad claims file: its one-line error before the predictions are read
+    _refuse_file_above(Path(out))
     kept: list[str] = []
     with atomic_directory(out, MARKER, kept) as tmp:
         a = assess_files(sources, read, settings, history=history, progress=progress, processes=processes)

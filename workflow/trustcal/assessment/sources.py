@@ -48,12 +48,32 @@ def _load_pickled_npy(data: bytes):
     return obj.item() if isinstance(obj, np.ndarray) and obj.shape == () else obj
 
 
+HISTORY_EXPECTED = (
+    "expected np.save's .npy of a dict with 'train' and 'val' loss lists (as the author's loss_history.npy), "
+    "or a CSV with columns epoch, train_loss, val_loss"
+)
+
+
+def _raw_pickle(data: bytes) -> bool:
+    """Whether ``data`` is a pickle as ``pickle.dump`` writes it (protocol 2 or later: opcode PROTO, then
+    the protocol), not a .npy file."""
+    return len(data) > 2 and data[0] == 0x80 and 2 <= data[1] <= 5
+
+
 def read_history(path: str | Path) -> pd.DataFrame:
     """Training history for the loss figure: a CSV with ``epoch, train_loss, val_loss``, or the author's
     ``loss_history.npy`` (a pickled dict ``{'train': [...], 'val': [...]}``). A pickle is read with numpy's
-    array types only, so a crafted file cannot run code."""
+    array types only, so a crafted file cannot run code. A bare pickle (``pickle.dump``, not ``np.save``)
+    and any other file that is neither a .npy file nor text are refused with what was expected."""
     path = Path(path)
     data = read_bytes(path)
+    if _raw_pickle(data):
+        raise UnreadableFile(
+            f"{path}: a Python pickle (written by pickle.dump), not a .npy file written by np.save; {HISTORY_EXPECTED}. "
+            f"Fix: save the history with np.save('{path.name}', {{'train': train_losses, 'val': val_losses}}), "
+            "or pass a CSV with those columns as history=FILE.",
+            options=("history",),
+        )
     if data[:6] == b"\x93NUMPY":
         try:
             obj = _load_pickled_npy(data)
@@ -67,6 +87,14 @@ def read_history(path: str | Path) -> pd.DataFrame:
                 options=("history",),
             ) from None
         return df.assign(epoch=np.arange(1, len(df) + 1), seed=0)
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UnreadableFile(
+            f"{path}: not a loss history: neither a .npy file written by np.save nor text; {HISTORY_EXPECTED}. "
+            "Fix: pass such a file as history=FILE.",
+            options=("history",),
+        ) from None
     try:
         df = pd.read_csv(path)
     except Exception as exc:

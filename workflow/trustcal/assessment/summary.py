@@ -136,9 +136,47 @@ def _interval(row: pd.Series, name: str, fmt: str) -> str:
     return f"{value} [{fmt.format(lo)}, {fmt.format(hi)}]"
 
 
+# the numbers of calibrator_lines with an interval: (column, name in the summary)
+INTERVAL_SHOWN = (("accuracy", "accuracy"), ("ece", "ECE"), ("nll", "NLL"), ("net_trust_score", "NTS"), ("belief", "b"))
+BOOTSTRAP_SECTION = "docs/method.md §10.3"  # the bootstrap, and how to read an interval that misses its point
+# why a point lies outside its own percentile interval, for the statistics whose estimator is biased that way
+OUTSIDE_WHY = {
+    ("ece", "below"): "the binned ECE is biased upward (it sums absolute gaps, and the noise a resample adds only "
+    "widens them), so resamples overstate it",
+    ("belief", "above"): "the disbelief's evidence sums absolute gaps, which resampling widens, so resamples "
+    "understate the belief",
+}
+OUTSIDE_OTHER = "the resamples' values of a skewed or biased statistic need not straddle it"
+
+
+def outside_notes(table: pd.DataFrame) -> list[str]:
+    """One line per number of the summary (:data:`INTERVAL_SHOWN`) and side whose point estimate lies outside
+    its own bootstrap interval in some row of ``table`` (a block of :func:`calibrator_table`), saying why
+    (:data:`OUTSIDE_WHY`) and where the method says more; the calibrators concerned named when the block has
+    several."""
+    lines = []
+    several = table["calibrator"].nunique() > 1
+    for column, shown in INTERVAL_SHOWN:
+        if f"{column}_lo" not in table:
+            continue
+        for side, outside in (
+            ("below", table[column] < table[f"{column}_lo"]),
+            ("above", table[column] > table[f"{column}_hi"]),
+        ):
+            if not outside.any():
+                continue
+            which = f" ({', '.join(map(str, table.loc[outside, 'calibrator']))})" if several else ""
+            why = OUTSIDE_WHY.get((column, side), OUTSIDE_OTHER)
+            lines.append(
+                f"note: {shown}'s point lies {side} its bootstrap interval{which}: {why}; see {BOOTSTRAP_SECTION}"
+            )
+    return lines
+
+
 def calibrator_lines(a) -> list[str]:
     """The last epoch of every calibrator (the raw model's too) with its test accuracy, ECE, NLL, NTS and belief,
-    and their bootstrap intervals where there are some (no lines for the raw model alone without intervals)."""
+    and their bootstrap intervals where there are some (no lines for the raw model alone without intervals),
+    then a line for each number whose point lies outside its interval (:func:`outside_notes`)."""
     table = calibrator_table(a.tables)
     if table.empty or ("ece_lo" not in table and table["calibrator"].nunique() < 2):
         return []
@@ -158,7 +196,7 @@ def calibrator_lines(a) -> list[str]:
             f"NTS {_interval(row, 'net_trust_score', '{:.4f}')}  "
             f"b {_interval(row, 'belief', '{:.3f}')}"
         )
-    return lines
+    return lines + outside_notes(last)
 
 
 def file_list(a) -> list[dict]:
@@ -176,11 +214,20 @@ def _temperature_records(calibration: pd.DataFrame | None) -> list[dict]:
     return _records(calibration.loc[calibration["calibrator"] == "temperature", ["epoch", "temperature"]])
 
 
+def _notes(a) -> list[str]:
+    """:func:`outside_notes` of the summary's last epoch (without ``note: ``)."""
+    table = calibrator_table(a.tables)
+    if table.empty:
+        return []
+    return [line.removeprefix("note: ") for line in outside_notes(table[table["epoch"] == table["epoch"].max()])]
+
+
 def summary_dict(a, wording: Callable[[str, Sequence[str]], str] | None = None) -> dict:
     """The summary for scripts (``trustcal assess --json``): per epoch and state on the test predictions,
     accuracy, ECE, NLL, NetTrustScore and the network trust opinion (belief, disbelief, uncertainty), each with
     its bootstrap interval (``*_lo``, ``*_hi``); the same per calibrator (``calibrators``); the files,
-    the temperatures fitted, the figures and every warning (its message put in the caller's words by
+    the temperatures fitted, the figures, ``notes`` (the summary's lines on points outside their
+    intervals, :func:`outside_notes`) and every warning (its message put in the caller's words by
     ``wording``, :data:`~trustcal.assessment.result.Wording`). Undefined numbers are null."""
     wording = wording or (lambda message, options: message)
     return dict(
@@ -198,5 +245,6 @@ def summary_dict(a, wording: Callable[[str, Sequence[str]], str] | None = None) 
         temperatures=_temperature_records(a.tables.get("calibration")),
         figures=a.figures,
         figures_left_out=a.figures_left_out,
+        notes=_notes(a),
         warnings=[dict(code=w.code, file=w.file, message=wording(w.message, w.options)) for w in a.warnings],
     )

@@ -121,7 +121,8 @@ def assessment_tables(
     """:func:`~trustcal.reporting.tables.trust_tables` and :func:`~trustcal.reporting.tables.score_tables`
     of ``preds``, computed one epoch at a time so that ``progress`` can follow a long series; the same
     tables, rows in the same order (``preds`` come epoch by epoch), as one call on every epoch.
-    ``trust_sweep`` picks its epochs from the whole series, so it is computed on all of them at once.
+    ``trust_sweep`` picks its epochs from the whole series, so it is computed on all of them at once (with
+    the last epoch, before ``progress`` counts it done).
 
     The tables are computed with BLAS held at one thread (:func:`trustcal.numerics.one_blas_thread`), so
     that their numbers depend neither on ``processes`` nor on the cores (a float32 product's last bits depend
@@ -137,14 +138,19 @@ def assessment_tables(
     groups = list(by_epoch.values())
     jobs = [functools.partial(_epoch_tables, group, settings) for group in groups]
     workers = worker_count(len(jobs) - 1, processes)
+    sweep = None
     with one_blas_thread(), contextlib.closing(_computed(jobs, workers)) as done:
-        parts = [next(done) for _ in progress(groups, "assessing", "epoch")]
+        parts = []
+        for i, _ in enumerate(progress(groups, "assessing", "epoch")):
+            parts.append(next(done))
+            if i == len(groups) - 1 and settings.sweep is not None:  # within the phase, which shows its progress
+                sweep = trust_sweep_table(preds, settings.trust, settings.sweep)
         trust_names = parts[0][1]
         tables = {}
         for name in parts[0][0]:
             tables[name] = pd.concat([part[name] for part, _ in parts], ignore_index=True)
-            if name == trust_names[-1] and settings.sweep is not None:  # where trust_tables puts it: after its others
-                tables["trust_sweep"] = trust_sweep_table(preds, settings.trust, settings.sweep)
+            if name == trust_names[-1] and sweep is not None:  # where trust_tables puts it: after its others
+                tables["trust_sweep"] = sweep
     return tables
 
 

@@ -53,7 +53,22 @@ def remove_stale_temporaries(directory: str | os.PathLike, name_glob: str) -> li
     return removed
 
 
-_held_locks: set[Path] = set()  # the lock files this process holds
+_held_locks: dict[Path, int] = {}  # the lock files this process holds, and their descriptors
+
+
+def _close_inherited_locks() -> None:
+    """In a forked child: close the child's copies of the descriptors of the locks its parent holds, and
+    hold none. The parent's ``flock`` stays (it is released only when every copy is closed, or by the
+    parent), and now goes with the parent alone: a worker that outlived a killed parent would otherwise
+    keep the output locked."""
+    for fd in _held_locks.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held_locks.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 def _lock_file(path: Path) -> Path:
@@ -94,7 +109,9 @@ def writer_lock(path: str | os.PathLike) -> Iterator[None]:
 
     Another process holding it: :class:`TrustcalError` at once, naming that process (the block does
     not run). A file system that cannot lock (some network mounts) is written without the lock. The
-    kernel releases the lock of a process that dies, so a killed writer never blocks the next one.
+    kernel releases the lock of a process that dies, so a killed writer never blocks the next one: the
+    processes it forked hold no copy of it (:func:`_close_inherited_locks`). The lock file a killed
+    writer leaves is taken over by the next writer, which removes it when it is done.
     """
     path = Path(path)
     lock = _lock_file(path)
@@ -130,7 +147,7 @@ def writer_lock(path: str | os.PathLike) -> Iterator[None]:
     if fd is None:
         yield
         return
-    _held_locks.add(lock)
+    _held_locks[lock] = fd
     try:
         with contextlib.suppress(OSError):  # who holds it, for another run's message (a full disk: unsaid)
             os.ftruncate(fd, 0)
@@ -138,7 +155,7 @@ def writer_lock(path: str | os.PathLike) -> Iterator[None]:
             os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
         yield
     finally:
-        _held_locks.discard(lock)
-        with contextlib.suppress(OSError):
-            os.unlink(lock)  # while still held: a run that opened it meanwhile sees it is gone, and retries
-        os.close(fd)
+        if _held_locks.pop(lock, None) is not None:  # not in a forked child, whose copy is closed already
+            with contextlib.suppress(OSError):
+                os.unlink(lock)  # while still held: a run that opened it meanwhile sees it is gone, and retries
+            os.close(fd)

@@ -153,17 +153,20 @@ class TopLabel:
         return self.kept(("onehot",), make)
 
     def weights_in_order(self, counts: np.ndarray | None) -> np.ndarray:
-        """(1 + B) × N float32 weights in increasing confidence (columns in :attr:`order`): a row of ones (the
-        set itself), then the B × N resample ``counts`` (None: the row of ones alone). Kept for the last
-        ``counts`` given (the smooth measures and the bootstrap of the scores read the same), read only."""
+        """(1 + B) × N weights in increasing confidence (columns in :attr:`order`): a row of ones (the
+        set itself), then the B × N resample ``counts`` (None: the row of ones alone); of the counts' own type
+        where they are unsigned integers (:func:`~trustcal.measures.bootstrap.resample_counts`: one byte
+        each), float32 otherwise. Kept for the last ``counts`` given (the smooth measures and the bootstrap of
+        the scores read the same), read only."""
         kept = self._cache.get(("weights_in_order",))
         if kept is not None and kept[0] is counts:
             return kept[1]
         b = 0 if counts is None else len(counts)
-        weights = np.empty((1 + b, self.conf.size), dtype=np.float32)
-        weights[0] = 1.0
+        whole = b and np.issubdtype(np.asarray(counts).dtype, np.unsignedinteger)
+        weights = np.empty((1 + b, self.conf.size), dtype=np.asarray(counts).dtype if whole else np.float32)
+        weights[0] = 1
         if b:
-            np.take(np.asarray(counts, dtype=np.float32), self.order, axis=1, out=weights[1:])
+            np.take(np.asarray(counts, dtype=weights.dtype), self.order, axis=1, out=weights[1:])
         weights.flags.writeable = False
         self._cache[("weights_in_order",)] = (counts, weights)
         return weights

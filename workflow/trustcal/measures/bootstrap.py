@@ -12,6 +12,14 @@ Percentile intervals (Efron & Tibshirani 1993, §13.3): the (α/2, 1 − α/2)
 quantiles of the B replicates. The same resamples (one seed) are used for
 every epoch, calibration state and training seed of a dataset, because they
 are all evaluated on the same test set.
+
+Memory grows with N·B and no faster: beyond :data:`SAMPLE_BLOCK` samples the
+counts are kept as one byte each (:func:`resample_counts`), and every product of the counts with an N × F
+matrix of per-sample terms is one product for at most :data:`SAMPLE_BLOCK`
+samples and otherwise a sum over blocks of that many samples, each block's
+terms built as it is needed (:func:`resampled_sums`). Up to that size the
+numbers are those of one float32 product of the whole matrices; beyond it,
+the float32 products of the blocks are added in float64.
 """
 
 from __future__ import annotations
@@ -51,12 +59,67 @@ class BootstrapParams:
         check_fields(self)
 
 
+DRAWS_PER_BLOCK = 1 << 22  # draws made at once by resample_counts (32 MB of int64, and as much for their counts)
+SAMPLE_BLOCK = 1 << 16  # samples per product of the counts with per-sample terms (resampled_sums)
+
+
 def resample_counts(n: int, params: BootstrapParams = BootstrapParams()) -> np.ndarray:
-    """B × n multinomial counts: how often each of the n samples is drawn in each resample."""
+    """B × n multinomial counts: how often each of the n samples is drawn in each resample. As float32 (what
+    the products with per-sample terms take, :func:`resampled_sums`) up to :data:`SAMPLE_BLOCK` samples;
+    beyond, as unsigned integers of one byte (a quarter of float32's memory; two, or more, where a sample is
+    drawn more than 255 times in a resample, which so large a test set practically never sees), each block
+    of samples taken to float32 as it is used.
+
+    The n draws with replacement of each resample come from one generator seeded with ``params.seed``, a few
+    resamples at a time (:data:`DRAWS_PER_BLOCK` draws): the same draws, in the same order, as one call
+    drawing all B × n, so the counts do not depend on the block size."""
     rng = np.random.default_rng(params.seed)
-    draws = rng.integers(0, n, size=(params.resamples, n))  # n draws with replacement per resample
-    draws += n * np.arange(params.resamples)[:, None]  # one block of n bins per resample
-    return np.bincount(draws.ravel(), minlength=params.resamples * n).reshape(params.resamples, n).astype(np.float32)
+    b = params.resamples
+    counts = np.zeros((b, n), dtype=np.float32 if n <= SAMPLE_BLOCK else np.uint8)
+    rows = max(1, DRAWS_PER_BLOCK // max(n, 1))
+    for start in range(0, b, rows):
+        stop = min(b, start + rows)
+        draws = rng.integers(0, n, size=(stop - start, n))  # n draws with replacement per resample
+        draws += n * np.arange(stop - start)[:, None]  # one block of n bins per resample
+        block = np.bincount(draws.ravel(), minlength=(stop - start) * n).reshape(stop - start, n)
+        del draws
+        if counts.dtype.kind == "u" and block.size and block.max() > np.iinfo(counts.dtype).max:
+            counts = counts.astype(np.min_scalar_type(int(block.max())))
+        counts[start:stop] = block
+    return counts
+
+
+def resampled_sums(counts: np.ndarray, terms, n: int, dtype=np.float32) -> np.ndarray:
+    """Σ_i counts[b, i]·terms[i, f] for every resample b and column f (B × F, float64): each resample's sum
+    of the per-sample terms, its copies of a sample counted as often as it was drawn.
+
+    ``terms``: the N × F matrix, or a function ``terms(start, stop)`` giving its rows start … stop − 1 (so
+    that the whole matrix is never built). Computed in ``dtype`` (float32, as the counts are exact in it:
+    whole numbers below 2^24) as one product where n ≤ :data:`SAMPLE_BLOCK`, otherwise one product per
+    block of that many samples, the blocks' products added in float64; whole-number terms (counts of
+    bins) give exact sums either way."""
+    rows = terms if callable(terms) else (lambda start, stop: terms[start:stop])
+    if n <= SAMPLE_BLOCK:
+        return (np.asarray(counts, dtype=dtype) @ np.asarray(rows(0, n), dtype=dtype)).astype(np.float64)
+    total = None
+    for start in range(0, n, SAMPLE_BLOCK):
+        stop = min(n, start + SAMPLE_BLOCK)
+        part = np.asarray(counts[:, start:stop], dtype=dtype) @ np.asarray(rows(start, stop), dtype=dtype)
+        total = part.astype(np.float64) if total is None else total + part
+    return total
+
+
+def resample_rows(counts: np.ndarray, columns: np.ndarray | None = None):
+    """The resamples' counts a few at a time, as float32 rows (B_block × N, in the order ``columns`` when
+    given): (first resample, block) pairs of about :data:`DRAWS_PER_BLOCK` values each, for the passes that
+    go one resample at a time, so that no B × N copy of the counts is made."""
+    n = counts.shape[1]
+    rows = max(1, DRAWS_PER_BLOCK // max(n, 1))
+    for start in range(0, len(counts), rows):
+        block = counts[start : start + rows]
+        if columns is not None:
+            block = np.take(block, columns, axis=1)  # row by row: a few times faster than block[:, columns]
+        yield start, np.asarray(block, dtype=np.float32)
 
 
 def percentile_interval(replicates: np.ndarray, level: float = 0.95, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -84,18 +147,29 @@ def bootstrap_opinions(
         raise ValueError(f"counts have {counts.shape[1]} samples, the predictions {n_samples}")
     m = params.clusters
     bins = np.arange(k) * m + cluster_index(probs, m)  # N × K: the (class, cluster) bin of each value
-    onehot = np.zeros((n_samples, k * m), dtype=np.float32)
-    rows = np.repeat(np.arange(n_samples), k)
-    onehot[rows, bins.ravel()] = 1.0
-    is_true = (labels[:, None] == np.arange(k)).astype(np.float32)  # N × K
-    truth = onehot * np.repeat(is_true, m, axis=1)
-    n = (counts @ onehot).astype(np.float64).reshape(-1, k, m)  # integer counts, exact in float32 (< 2^24)
-    t = (counts @ truth).astype(np.float64).reshape(-1, k, m)
+    true_bin = bins[np.arange(n_samples), labels]  # the bin of each sample's true-label probability
+
+    def binned(start: int, stop: int) -> np.ndarray:
+        """Rows start … stop − 1 of [one-hot (class, cluster) bins of the K values | that of the true label's]."""
+        rows = np.arange(stop - start)
+        block = np.zeros((stop - start, 2 * k * m), dtype=np.float32)
+        block[np.repeat(rows, k), bins[start:stop].ravel()] = 1.0
+        block[rows, k * m + true_bin[start:stop]] = 1.0
+        return block
+
+    both = resampled_sums(counts, binned, n_samples)  # integer counts, exact in float32 (< 2^24)
+    n = both[:, : k * m].reshape(-1, k, m)
+    t = both[:, k * m :].reshape(-1, k, m)
     if params.representative == "midpoint":
         rp = (np.arange(m) + 0.5) / m
     else:  # the cluster mean of each resample; the midpoint where a cluster is empty
-        sums = counts.astype(np.float64) @ (onehot * np.repeat(probs, m, axis=1))
-        sums = sums.reshape(-1, k, m)
+
+        def valued(start: int, stop: int) -> np.ndarray:  # the value in its (class, cluster) bin
+            block = np.zeros((stop - start, k * m))
+            block[np.repeat(np.arange(stop - start), k), bins[start:stop].ravel()] = probs[start:stop].ravel()
+            return block
+
+        sums = resampled_sums(counts, valued, n_samples, dtype=np.float64).reshape(-1, k, m)
         rp = np.where(n > 0, sums / np.maximum(n, 1), (np.arange(m) + 0.5) / m)
     expected = n * rp
     s = params.alpha * np.maximum(t - expected, 0) + params.beta * np.maximum(expected - t, 0)
@@ -154,18 +228,22 @@ def bootstrap_scores_of(top: TopLabel, counts: np.ndarray, params) -> dict[str, 
     m0 = settings.ece_bins[0]
     names = list(per_sample) + [b[0] for b in binned] + ["classwise_ece"]
     widths = [1] * len(per_sample) + [b[1] for b in binned] + [k * m0]
-    # the N × F matrix of per-sample terms, filled in place (float32, as the counts)
-    features = np.zeros((n, sum(widths)), dtype=np.float32)
-    for column, values in enumerate(per_sample.values()):
-        features[:, column] = values
-    start = len(per_sample)
-    for _, width, idx, values in binned:
-        features[rows, start + idx] = values
-        start += width
-    cls_idx = bin_indices(probs, m0, "width") + m0 * np.arange(k)[None, :]  # one bin set per class
-    features[rows[:, None], start + cls_idx] = top.onehot - probs
-    # B × F: each resample's sums / N (float32 counts, as resample_counts draws them, are not copied)
-    sums = (np.asarray(counts, dtype=np.float32) @ features).astype(np.float64) / n
+
+    def features(first: int, stop: int) -> np.ndarray:
+        """Rows first … stop − 1 of the N × F matrix of per-sample terms, filled in place (float32, as the counts)."""
+        block = np.zeros((stop - first, sum(widths)), dtype=np.float32)
+        within = rows[: stop - first]
+        for column, values in enumerate(per_sample.values()):
+            block[:, column] = values[first:stop]
+        start = len(per_sample)
+        for _, width, idx, values in binned:
+            block[within, start + idx[first:stop]] = values[first:stop]
+            start += width
+        cls_idx = bin_indices(probs[first:stop], m0, "width") + m0 * np.arange(k)[None, :]  # one bin set per class
+        block[within[:, None], start + cls_idx] = top.onehot[first:stop] - probs[first:stop]
+        return block
+
+    sums = resampled_sums(counts, features, n) / n  # B × F: each resample's sums / N
     out, start = {}, 0
     for name, width in zip(names, widths):
         block = sums[:, start : start + width]
@@ -192,8 +270,11 @@ def bootstrap_scores_of(top: TopLabel, counts: np.ndarray, params) -> dict[str, 
         out["ks_error"] = np.maximum(walk_extremes[:, 0], -walk_extremes[:, 1]) / n
         out["aurc"], out["eaurc"], out["augrc"] = areas
         return out
-    walk = np.cumsum(drawn * gap[order], axis=1, dtype=np.float64)[:, ends]  # Σ (hit − conf) so far
-    out["ks_error"] = np.maximum(walk.max(axis=1), -walk.min(axis=1)) / n
+    extremes = np.empty((len(drawn), 2))
+    for first, block in resample_rows(drawn):  # a few resamples at a time: no B × N float64 walk
+        walk = np.cumsum(block * gap[order], axis=1, dtype=np.float64)[:, ends]  # Σ (hit − conf) so far
+        extremes[first : first + len(block)] = np.stack([walk.max(axis=1), walk.min(axis=1)], axis=1)
+    out["ks_error"] = np.maximum(extremes[:, 0], -extremes[:, 1]) / n
     out["aurc"], out["eaurc"], out["augrc"] = _ranked_areas(drawn, hit[order], ends, n)
     return out
 
@@ -209,10 +290,11 @@ def _ranked_areas(
     # float32), and their running sums over the groups; one resample at a time, so that its arrays stay in the
     # processor's cache (the areas to float64 rounding of the whole-matrix sums)
     starts = np.concatenate([[0], ends[:-1] + 1])
-    miss = (1 - hit).astype(drawn.dtype)
+    miss = (1 - hit).astype(np.float32)
     harmonic = _harmonic(n)
     areas = np.empty((3, len(drawn)))
     for i, row in enumerate(drawn):
+        row = np.asarray(row, dtype=np.float32)  # counts of one byte: summed as float32 (exact below 2^24)
         through = np.cumsum(np.add.reduceat(row, starts).astype(np.int64))[None]
         wrong = np.cumsum(np.add.reduceat(row * miss, starts).astype(np.int64))[None]
         areas[:, i] = np.concatenate(_aurc(through, wrong, n, harmonic))
@@ -240,8 +322,10 @@ def bootstrap_selective(score: np.ndarray, hit: np.ndarray, counts: np.ndarray) 
     ranked = score[order]
     ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))
     ends = None if ends.size == n else ends
-    aurc, eaurc, augrc = _ranked_areas(np.asarray(counts)[:, order], hit[order], ends, n)
-    return {"aurc": aurc, "eaurc": eaurc, "augrc": augrc}
+    areas = np.empty((3, len(counts)))
+    for first, block in resample_rows(counts, order):  # a few resamples at a time, in increasing score
+        areas[:, first : first + len(block)] = _ranked_areas(block, hit[order], ends, n)
+    return {"aurc": areas[0], "eaurc": areas[1], "augrc": areas[2]}
 
 
 _GROUPED = 128  # scores with at most this many distinct values (jointly) share one matrix product
@@ -276,11 +360,16 @@ def bootstrap_selective_scores(
         joint = int(key.max()) + 1
         if joint > _GROUPED:
             return out | {name: bootstrap_selective(scores[name], hit, counts) for name in grouped}
-        onehot = np.zeros((n, 2 * joint), dtype=np.float32)
         rows = np.arange(n)
-        onehot[rows, key] = 1.0
-        onehot[rows, joint + key] = 1.0 - hit
-        sums = np.asarray(counts, dtype=np.float32) @ onehot  # B × 2P: drawn, then wrong, per joint group
+
+        def onehot(start: int, stop: int) -> np.ndarray:
+            block = np.zeros((stop - start, 2 * joint), dtype=np.float32)
+            within = rows[: stop - start]
+            block[within, key[start:stop]] = 1.0
+            block[within, joint + key[start:stop]] = 1.0 - hit[start:stop]
+            return block
+
+        sums = resampled_sums(counts, onehot, n)  # B × 2P: drawn, then wrong, per joint group (whole numbers)
         representative = np.zeros(joint, dtype=np.int64)
         representative[key] = rows  # a sample of each joint group
         for name, inverse in grouped.items():
@@ -322,6 +411,7 @@ def _distinct_walks(
     area, errors, generalized = np.zeros(b), np.zeros(b, dtype=np.int64), np.zeros(b)
     through = misses[-1] + 1 if misses.size else 0
     for i, row in enumerate(drawn):
+        row = np.asarray(row, dtype=np.float32)  # counts of one byte: summed as float32 (exact below 2^24)
         if gap is not None:
             walk = np.cumsum(row * gap, dtype=np.float64)  # Σ (hit − conf) so far
             extremes[i] = walk.max(), walk.min()

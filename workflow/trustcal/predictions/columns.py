@@ -73,7 +73,14 @@ def read_text_table(path: Path, data: bytes):
         return numbered[row + skip] if row + skip < len(numbered) else len(lines)
 
     try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, header=0 if header else None, skipinitialspace=True, engine="c")
+        df = pd.read_csv(
+            io.BytesIO(data),  # decoded as parsed: no StringIO copy of the text (four bytes a character)
+            encoding="utf-8-sig",
+            sep=sep,
+            header=0 if header else None,
+            skipinitialspace=True,
+            engine="c",
+        )
     except pd.errors.ParserError as exc:
         m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         if m:

@@ -33,6 +33,7 @@ from trustcal.measures.bootstrap import (
     bootstrap_selective_scores,
     percentile_interval,
     resample_counts,
+    resampled_sums,
 )
 from trustcal.measures.limits import (
     BINS_COST,
@@ -455,7 +456,8 @@ def refinement_losses(p: PredictionSet, mp: MetricParams, seed: int) -> dict[str
 
 def refinement_replicates(losses: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
     """The calibration and refinement terms of every resample, the recalibration maps held fixed: one
-    product of the counts with the N × 4 per-sample terms (float32, as :func:`bootstrap_scores_of`)."""
+    product of the counts with the N × 4 per-sample terms (float32, as :func:`bootstrap_scores_of`; in
+    blocks of samples for a large N, :func:`~trustcal.measures.bootstrap.resampled_sums`)."""
     per_sample = np.stack(
         [
             losses["nll"] - losses["nll_refined"],
@@ -465,7 +467,7 @@ def refinement_replicates(losses: dict[str, np.ndarray], counts: np.ndarray) -> 
         ],
         axis=1,
     ).astype(np.float32)
-    sums = (np.asarray(counts, dtype=np.float32) @ per_sample).astype(np.float64) / per_sample.shape[0]
+    sums = resampled_sums(counts, per_sample, per_sample.shape[0]) / per_sample.shape[0]
     return dict(zip(decomposition.TERMS, sums.T))
 
 
