@@ -6,7 +6,8 @@
 
 def _check_calibration_options():
     """Unknown options of a calibrator stop the run before any job starts (those of a calibrator of your
-    own, by its import path, are checked against its constructor with the configuration)."""
+    own, by its import path, are checked against its constructor with the configuration).
+    """
     from trustcal.calibration.methods import calibrator_class
     from trustcal.imports import is_import_path
 

@@ -210,7 +210,9 @@ def _describe(error: jsonschema.ValidationError, config_name: str, sources: Conf
         )
     if error.validator == "anyOf" and all("enum" in alt or "pattern" in alt for alt in schema["anyOf"]):
         values = [str(v) for alt in schema["anyOf"] for v in alt.get("enum", ())]
-        forms = [alt.get("description", f"a string matching {alt['pattern']}") for alt in schema["anyOf"] if "pattern" in alt]
+        forms = [
+            alt.get("description", f"a string matching {alt['pattern']}") for alt in schema["anyOf"] if "pattern" in alt
+        ]
         return f"{config_name}: key '{key}' is {error.instance!r}; allowed values: {', '.join(values)}" + "".join(
             f", or {form}" for form in forms
         )

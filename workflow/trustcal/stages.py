@@ -215,7 +215,10 @@ def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Se
         )
         for name, f in found.items():
             odir = name in ("matrix", "dirichlet")
-            fix = f" For {name}, a stronger ODIR penalty may help (calibration.options.{name}: odir_lambda, odir_mu)."
+            fix = (
+                f" For {name}, ODIR's weights are chosen by cross-validation unless fixed: leave "
+                f"calibration.options.{name}: odir_lambda unset, or set a larger one."
+            )
             log.warning(
                 "%s: [%s] %s.%s", outputs["scores"], WORSE_ON_TEST, worse_on_test_sentence(name, f), fix if odir else ""
             )

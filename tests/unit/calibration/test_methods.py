@@ -68,7 +68,18 @@ def prediction_bound(excess):
 
 
 def test_the_family_and_its_names():
-    assert METHODS == ("none", "temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic", "sms", "svs", "ets")
+    assert METHODS == (
+        "none",
+        "temperature",
+        "vector",
+        "matrix",
+        "dirichlet",
+        "histogram",
+        "isotonic",
+        "sms",
+        "svs",
+        "ets",
+    )
     z, y = calibrated(500, 4, seed=0)
     for method in METHODS:
         cal = fit_calibrator(method, z, y)
@@ -426,7 +437,7 @@ def test_unregularised_matrix_and_dirichlet_match_sklearn(method, k):
 
 @pytest.mark.parametrize("method", ["matrix", "dirichlet"])
 def test_odir_optimum_matches_torch(method):
-    """The default ODIR loss (Kull et al. 2019, λ = μ = 0.01), written out in torch and minimised with
+    """The ODIR loss (Kull et al. 2019) at fixed λ = μ = 0.01, written out in torch and minimised with
     autograd and torch's L-BFGS from the identity: the same minimum, our fit no higher."""
     torch = pytest.importorskip("torch")
     threads = torch.get_num_threads()
@@ -461,7 +472,7 @@ def test_odir_optimum_matches_torch(method):
         q_peer = torch.softmax(xt @ w.T + b, dim=1).detach().numpy()
     finally:
         torch.set_num_threads(threads)
-    ours = fit_calibrator(method, z, y)
+    ours = fit_calibrator(method, z, y, odir_lambda=lam, odir_mu=mu)
     assert ours.converged
     excess = peer_loss - odir_loss(ours, z, y, lam, mu)
     # Ours no higher beyond round-off; torch's L-BFGS gets within 1e-10 in its 300 iterations.
@@ -478,9 +489,10 @@ def test_past_the_newton_limit_lbfgs_reaches_the_newton_optimum(method, monkeypa
     predictions by what :func:`prediction_bound` allows for the Bregman divergence f(a) − f(b) − ∇f(b)·(a − b),
     at most that difference plus that bound (the same second-order argument, about b instead of the optimum)."""
     z, y = many_class_logits(3000, 30, seed=1)
-    lbfgs = fit_calibrator(method, z, y)
+    fixed = dict(odir_lambda=0.01, odir_mu=0.01)
+    lbfgs = fit_calibrator(method, z, y, **fixed)
     monkeypatch.setattr(calibrator_class(method), "newton_max_parameters", 10**6)
-    newton = fit_calibrator(method, z, y)
+    newton = fit_calibrator(method, z, y, **fixed)
     assert lbfgs.iterations > 50 > newton.iterations  # L-BFGS-B's tens of iterations; Newton's few
     assert lbfgs.converged and newton.converged and not lbfgs.at_bound and not newton.at_bound
     x = z if method == "matrix" else log_softmax(z)
@@ -981,7 +993,7 @@ def test_fits_on_probability_files_converge(method, case):
     assert cal.converged and cal.iterations <= 100, cal.summary()
     x = z if method != "dirichlet" else log_softmax(z)
     n, k = x.shape
-    lam = mu = 0.01 if method != "vector" else 0.0
+    lam, mu = (cal.odir_lambda, cal.odir_mu) if method != "vector" else (0.0, 0.0)  # the weights the fit chose
     w = np.diag(cal.weights) if method == "vector" else cal.weights
     r = softmax(x @ w.T + cal.bias)
     r[np.arange(n), y] -= 1.0

@@ -109,7 +109,7 @@ def linear_map(method: str, full: bool, n_classes: int, weights, bias) -> tuple[
 
 
 def temperature_bound(t: float, t_min: float, t_max: float) -> str:
-    """"T = 0.01 is the lower bound t_min of the search interval [0.01, 100]": which bound T is at."""
+    """Which bound T is at, in words: "T = 0.01 is the lower bound t_min of the search interval [0.01, 100]"."""
     side = "lower bound t_min" if abs(t - t_min) <= abs(t - t_max) else "upper bound t_max"
     return f"T = {t:g} is the {side} of the search interval [{t_min:g}, {t_max:g}]"
 

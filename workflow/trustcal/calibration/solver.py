@@ -7,7 +7,9 @@
   the exact Hessian (Bertsekas 1982), SciPy's L-BFGS-B finishing when Newton stalls or runs out of steps,
   or running alone when :func:`iteration_plan` says the Hessian costs more than it saves (vector scaling
   past K = 1000, matrix and Dirichlet scaling past K = 20), its default iteration limit then also bounded
-  by MAX_WORK operations.
+  by MAX_WORK operations. Where the Hessian is too large to form, a :class:`HessianOperator` (its products
+  with a vector, and a preconditioner) gives the Newton steps instead, by preconditioned conjugate gradients
+  (truncated Newton; Nocedal & Wright 2006, §7.1): the ODIR fits of cross-validation (docs/method.md §2.7).
 """
 
 from __future__ import annotations
@@ -29,7 +31,20 @@ NEWTON_RCOND = 1e-12  # Newton's floor on the Hessian's eigenvalues, a fraction 
 ARMIJO_C = 1e-4  # sufficient decrease: the loss falls by at least this fraction of the gradient's prediction
 ARMIJO_HALVINGS = 50  # step halvings before a Newton step counts as stalled
 
+CG_MAX_ITER = 250  # conjugate-gradient iterations per truncated Newton step
+
 LossGrad = Callable[[np.ndarray], tuple[float, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class HessianOperator:
+    """The Hessian at one point, as an operator: ``product`` v ↦ H v, ``precondition`` r ↦ M⁻¹ r for an
+    approximation M of H (symmetric positive definite), and ``diagonal``, H's diagonal (or M's), for the steps
+    of the components held at a bound."""
+
+    product: Callable[[np.ndarray], np.ndarray]
+    precondition: Callable[[np.ndarray], np.ndarray]
+    diagonal: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -113,8 +128,40 @@ class Minimum:
     iterations: int  # Newton steps and L-BFGS-B iterations together
 
 
-def newton_step(h: np.ndarray, grad: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+def conjugate_gradient_step(h: HessianOperator, grad: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+    """Truncated Newton's direction: H s = −g on the free components by preconditioned conjugate gradients,
+    stopped when the residual is below min(½, √|g|)·|g| (superlinear convergence: Eisenstat & Walker 1996) or
+    after CG_MAX_ITER products; a diagonal step on the held ones."""
+    free = ~fixed
+    rhs = np.where(free, -grad, 0.0)
+    norm = np.linalg.norm(rhs)
+    target = min(0.5, np.sqrt(norm)) * norm
+    step, residual = np.zeros_like(grad), rhs.copy()
+    z = np.where(free, h.precondition(residual), 0.0)
+    direction, rz = z.copy(), residual @ z
+    for _ in range(CG_MAX_ITER):
+        hd = np.where(free, h.product(direction), 0.0)
+        curvature = direction @ hd
+        if not curvature > 0:  # flat, or rounding: keep the step so far (the gradient's direction at worst)
+            if not step.any():
+                step = z
+            break
+        alpha = rz / curvature
+        step += alpha * direction
+        residual -= alpha * hd
+        if np.linalg.norm(residual) <= target:
+            break
+        z = np.where(free, h.precondition(residual), 0.0)
+        rz, rz_old = residual @ z, rz
+        direction = z + (rz / rz_old) * direction
+    diag = h.diagonal[fixed]
+    step[fixed] = -grad[fixed] / np.maximum(diag, NEWTON_RCOND * max(h.diagonal.max(), 0.0) + np.finfo(float).tiny)
+    return step
+
+
+def newton_step(h, grad: np.ndarray, fixed: np.ndarray) -> np.ndarray:
     """Projected Newton's direction: the Newton system on the free components, a diagonal step on the held ones.
+    ``h``: the Hessian, or a :class:`HessianOperator` (then :func:`conjugate_gradient_step`).
 
     H + μI, μ = NEWTON_RCOND × H's largest diagonal entry: the gradient has no component along directions where
     H is singular (the calibrators' dropped directions), and along a direction where the loss keeps falling
@@ -122,6 +169,8 @@ def newton_step(h: np.ndarray, grad: np.ndarray, fixed: np.ndarray) -> np.ndarra
     """
     from scipy import linalg
 
+    if isinstance(h, HessianOperator):
+        return conjugate_gradient_step(h, grad, fixed)
     free = ~fixed
     mu = NEWTON_RCOND * np.diag(h).max()
     step = np.zeros_like(grad)
@@ -189,7 +238,7 @@ def minimize_box(
     """A minimum of a convex ``loss_grad`` (θ ↦ loss, gradient) in ``box`` from ``theta0`` (clipped into it).
 
     Up to ``newton_steps`` projected Newton steps with the Hessian of ``make_hessian()`` (a function θ ↦ H(θ),
-    built only when a step is taken), then, not converged, L-BFGS-B with the iterations left of ``max_iter``.
+    a matrix or a :class:`HessianOperator`, built only when a step is taken), then, not converged, L-BFGS-B with the iterations left of ``max_iter``.
     Converged: every projected gradient component ≤ ``tol``. BLAS runs on one thread (N×K times K×K: threads
     only add overhead, and fight a busy machine).
     """

@@ -278,9 +278,7 @@ class RepeatChannels(nn.Module):
 
 def _import_class(network: str) -> type:
     """The class ``package.module:Class`` names, or a :class:`NetworkError` saying what is missing and the fix."""
-    cls = import_class(
-        network, f"network {network!r}", NetworkError, "nn.Module", lambda c: issubclass(c, nn.Module)
-    )
+    cls = import_class(network, f"network {network!r}", NetworkError, "nn.Module", lambda c: issubclass(c, nn.Module))
     if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
         module_name, _, class_name = network.partition(":")
         kind = "a class" if inspect.isclass(cls) else f"a {type(cls).__name__}"
