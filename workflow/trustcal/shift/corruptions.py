@@ -344,7 +344,8 @@ def elastic_transform(images: np.ndarray, severity: int, rng: Rng) -> np.ndarray
 
 @dataclasses.dataclass(frozen=True)
 class Corruption:
-    """One of CIFAR-10-C's corruptions: ``function(images NHWC uint8, severity, rng) -> images``; whether
+    """One corruption of CIFAR-10-C (or MNIST-C, :mod:`trustcal.shift.mnist_c`): ``function(images uint8,
+    severity, rng) -> images`` (NHWC; MNIST-C's (N, 28, 28)); whether
     it draws random numbers (then ``rng`` is required); the reference function it follows; how it
     matches that reference (``exact`` or a sentence); the modules it needs; and, where it cannot be
     computed, why (``function`` is then None)."""
