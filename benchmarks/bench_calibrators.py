@@ -41,7 +41,11 @@ in git revision REV (e.g. HEAD before a change), in a child process, and prints 
 ``--baseline-timeout`` seconds of wall time (300) is stopped and reported as NaN with ``timeout`` set.
 
     python benchmarks/bench_calibrators.py [--repeats 5] [--classes 10,100,1000] [--methods matrix,dirichlet]
-        [--baseline REV] [--out CSV]
+        [--baseline REV] [--peers] [--out CSV]
+
+``--peers`` fits probmetrics' calibrators (ts-mix, svs, sms, ets; the library behind the CalArena benchmark) on
+the many-class inputs in the same run, from float32 probabilities as its API takes them, and reports their fit
+time and test NLL and ECE beside ours (written to ``<out>_peers.csv``).
 """
 
 from __future__ import annotations
@@ -209,6 +213,55 @@ def measure(
     return rows
 
 
+PEERS = ("ts-mix", "svs", "sms", "ets")  # probmetrics' calibrators measured beside ours
+
+
+def _peer(method: str):
+    """probmetrics' calibrator ``method``: its factory's (ts-mix, svs, sms), or its ETSCalibrator."""
+    if method == "ets":
+        from probmetrics.calibrators.temperature_scaling import ETSCalibrator
+
+        return ETSCalibrator()
+    from probmetrics.calibrators import get_calibrator
+
+    return get_calibrator(method)
+
+
+def peers(classes: tuple[int, ...], repeats: int) -> list[dict]:
+    """probmetrics' fits of the many-class inputs, beside ours in the same run: fit time (CPU, one thread),
+    test NLL and ECE, fitted and evaluated on float32 probabilities as its API takes them."""
+    from threadpoolctl import threadpool_limits
+
+    from trustcal.measures.metrics import ece
+
+    rows = []
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import torch
+
+        torch.set_num_threads(1)
+        for name, (z, y, z_test, y_test) in inputs(classes).items():
+            if not name.startswith("classes-"):
+                continue
+            p, p_test = softmax(z).astype(np.float32), softmax(z_test).astype(np.float32)
+            for method in PEERS:
+                times = []
+                for _ in range(repeats if z.shape[1] < 1000 else 1):
+                    cal = _peer(method)
+                    start = time.process_time()
+                    cal.fit(p, y)
+                    times.append(time.process_time() - start)
+                q = np.asarray(cal.predict_proba(p_test), dtype=np.float64)
+                q /= q.sum(axis=1, keepdims=True)
+                nll = float(-np.mean(np.log(np.maximum(q[np.arange(len(y_test)), y_test], np.finfo(float).tiny))))
+                rows.append(
+                    dict(input=name, k=z.shape[1], peer=f"probmetrics {method}", ms=1e3 * float(np.median(times)))
+                )
+                rows[-1].update(test_nll=nll, test_ece=ece(q, y_test))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
 def baseline(
     rev: str, repeats: int, classes: tuple[int, ...], max_classes: int, timeout: float, methods: tuple[str, ...]
 ) -> pd.DataFrame:
@@ -234,6 +287,9 @@ def main() -> None:
     parser.add_argument("--baseline-max-classes", type=int, default=100)
     parser.add_argument("--baseline-timeout", type=float, default=300.0, help="wall seconds per baseline fit")
     parser.add_argument("--out", type=Path, help="CSV of the table")
+    parser.add_argument(
+        "--peers", action="store_true", help="also fit probmetrics' ts-mix, svs, sms and ets on the many-class inputs"
+    )
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the baseline's child process
     parser.add_argument("--max-classes", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -264,6 +320,12 @@ def main() -> None:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out, index=False)
+    if args.peers:
+        peer_table = pd.DataFrame(peers(classes, args.repeats))
+        print("\nprobmetrics, the same many-class inputs in the same run:")
+        print(peer_table.round(4).to_string(index=False))
+        if args.out:
+            peer_table.to_csv(args.out.with_name(args.out.stem + "_peers.csv"), index=False)
 
 
 if __name__ == "__main__":

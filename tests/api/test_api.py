@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.synthetic import many_class_logits
 from matplotlib.figure import Figure
 
 import trustcal
@@ -274,6 +275,16 @@ def test_calibrators_give_one_row_each_and_their_opinions():
     assert set(result.calibration["calibrator"]) == {"temperature", "isotonic"}
     with pytest.raises(PredictionError, match="no rows of calibrator 'dirichlet'"):
         result.network_opinion("dirichlet")
+
+
+def test_one_vs_rest_binning_on_many_classes_is_said_before_its_fit():
+    """At 30 classes histogram binning gets one one_vs_rest_many_classes warning (said once, naming irm), and
+    is fitted anyway; irm gets none (docs/method.md §2.10)."""
+    (z, y), (zv, yv) = many_class_logits(900, 30, seed=1), many_class_logits(900, 30, seed=2)
+    result = trustcal.assess(z, y, kind="logits", validation=(zv, yv), calibrators=["histogram", "irm"], bootstrap=20)
+    (w,) = [w for w in result.warnings if w.code == "one_vs_rest_many_classes"]
+    assert w.message.startswith("histogram binning at 30 classes") and "use irm" in w.message
+    assert set(result.calibration["calibrator"]) == {"histogram", "irm"}
 
 
 def test_the_summary_of_one_prediction_set_has_no_epoch():

@@ -237,7 +237,7 @@ def test_calibrators_cli_api_and_workflow_agree(name, members, tmp_path):
         # the same computation on the same float64 inputs; CSV keeps 17 digits
         pd.testing.assert_frame_equal(mine[numeric], other[numeric], check_exact=False, rtol=1e-13, atol=1e-15)
     calib_cols = ["calibrator", "temperature", "fit_nll_before", "fit_nll_after", "converged", "iterations"]
-    calib_cols += ["at_bound", "identity_fallback"]
+    calib_cols += ["at_bound", "identity_fallback", "odir_lambda", "odir_mu"]
     pd.testing.assert_frame_equal(
         cli_calibration[calib_cols].reset_index(drop=True), wf_calibration[calib_cols].reset_index(drop=True)
     )

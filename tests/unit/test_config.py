@@ -420,3 +420,17 @@ def test_make_names_the_line_and_column_of_a_configfile_snakemake_would_refuse(t
     for target in ("reproduce:", "report:"):
         recipe = makefile.split("\n" + target, 1)[1].split("\n\n", 1)[0]
         assert "workflow/scripts/check_configfiles.py $(RUN_CONFIG)" in recipe, target
+
+
+def test_one_vs_rest_binning_on_many_classes_is_steered_away_before_any_job(paper):
+    """cifar100 has 100 registered classes: histogram and isotonic get one line each, irm and the
+    10-class datasets none (docs/method.md §2.10)."""
+    from trustcal.config import config_warnings
+
+    paper["datasets"] = ["mnist", "cifar100"]
+    paper["calibration"]["methods"] = ["temperature", "histogram", "isotonic", "irm"]
+    lines = config_warnings(validate_config(paper))
+    assert [line.split(":")[1] for line in lines] == [" histogram on run cifar100", " isotonic on run cifar100"]
+    assert all("Fix: use irm" in line for line in lines)
+    paper["datasets"] = ["mnist", "cifar10"]
+    assert config_warnings(validate_config(paper)) == []

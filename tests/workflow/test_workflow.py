@@ -110,7 +110,7 @@ def test_changing_a_metric_parameter_reruns_only_scores_and_their_figures(copy_o
     assert set(plan) == {"scores", "metric_figures", "all"}, plan
 
 
-ALL_METHODS = ["temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic", "sms", "svs", "ets"]
+ALL_METHODS = ["temperature", "vector", "matrix", "dirichlet", "histogram", "isotonic", "sms", "svs", "ets", "irm"]
 
 
 def test_every_calibrator_is_fitted_on_its_own_and_gets_its_rows(copy_of):

@@ -19,6 +19,7 @@ from trustcal.config import (
     load_schema,
     per_dataset,
     run_setups,
+    config_warnings,
     validate_config,
 )
 from trustcal.registry import setup_params
@@ -69,6 +70,8 @@ try:
     )
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
+for _line in config_warnings(config):
+    print(f"warning: {_line}", file=sys.stderr)
 
 
 def check_outputs_writable():

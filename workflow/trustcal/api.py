@@ -483,7 +483,7 @@ def assess(
         The bounds of the temperature's search (default 0.01 and 100).
     calibrators : sequence of str (or one str), optional
         Methods fitted on ``validation`` (docs/method.md §2): any of ``temperature``, ``vector``,
-        ``matrix``, ``dirichlet``, ``histogram``, ``isotonic``, ``sms``, ``svs``, ``ets``, or a calibrator of your own by its import path
+        ``matrix``, ``dirichlet``, ``histogram``, ``isotonic``, ``sms``, ``svs``, ``ets``, ``irm``, or a calibrator of your own by its import path
         ``package.module:Class`` (docs/method.md §2.15) (all but temperature need
         ``pip install 'trustcal[calibration]'``). None: temperature scaling when ``validation`` is
         given; named calibrators without ``validation`` are an error.

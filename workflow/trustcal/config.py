@@ -429,6 +429,19 @@ def _claims_problems(config: dict, config_name: str, sources: ConfigSources | No
     return problems
 
 
+def config_warnings(config: Mapping) -> list[str]:
+    """What a valid configuration should not ask for, said before any job runs: a one-vs-rest binning
+    calibrator on a registered dataset of many classes (trustcal.calibration.methods.many_classes_advice)."""
+    from trustcal.calibration.methods import many_classes_advice
+
+    lines = []
+    for name, setup in run_setups(config).items():
+        for method in config.get("calibration", {}).get("methods", ()):
+            if advice := many_classes_advice(method, setup.dataset.num_classes):
+                lines.append(f"calibration.methods: {method} on run {name}: {advice}")
+    return lines
+
+
 def validate_config(
     config: dict, schema: dict | None = None, config_name: str = "config.yaml", sources: ConfigSources | None = None
 ) -> dict:

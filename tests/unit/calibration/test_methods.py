@@ -79,6 +79,7 @@ def test_the_family_and_its_names():
         "sms",
         "svs",
         "ets",
+        "irm",
     )
     z, y = calibrated(500, 4, seed=0)
     for method in METHODS:
@@ -227,6 +228,7 @@ def test_inputs_are_checked(method):
         ("matrix", "scipy.optimize", "scipy"),
         ("dirichlet", "scipy.optimize", "scipy"),
         ("isotonic", "sklearn.isotonic", "scikit-learn"),
+        ("irm", "sklearn.isotonic", "scikit-learn"),
     ],
 )
 def test_a_missing_dependency_says_what_to_install(monkeypatch, method, module, package):

@@ -215,6 +215,31 @@ def test_the_hessian_operator_is_the_gradients_derivative(method):
     assert r @ m_r > 0 and np.isfinite(m_r).all()  # M⁻¹ positive definite
 
 
+def test_vector_scalings_operator_is_its_dense_hessian_and_reaches_its_optimum(monkeypatch):
+    """Vector scaling past its Newton limit (K > 100) takes truncated Newton steps with
+    :meth:`_ScalingLoss.scales_operator`: its product is the dense Hessian's, its preconditioner the exact 2×2
+    block of each class, and the fit it reaches is the dense Newton fit's (fit NLL within float64 rounding of
+    a sum over N samples)."""
+    from trustcal.calibration.scaling import VectorScaling
+
+    z, y = many_class_logits(1500, 30, seed=12)
+    loss = _ScalingLoss(z, y, False, 0.0, 0.0)
+    rng = np.random.default_rng(13)
+    theta = loss.identity() + 0.05 * rng.normal(size=60)
+    op, dense = loss.scales_operator(theta), loss.hessian_function()(theta)
+    v = rng.normal(size=60)
+    np.testing.assert_allclose(op.product(v), dense @ v, rtol=0, atol=1e-12 * np.abs(dense @ v).max())
+    blocks = [dense[np.ix_([a, 30 + a], [a, 30 + a])] for a in range(30)]
+    r = rng.normal(size=60)
+    expected = [np.linalg.solve(b, [r[a], r[30 + a]]) for a, b in enumerate(blocks)]
+    np.testing.assert_allclose(op.precondition(r), np.concatenate(np.array(expected).T), rtol=1e-10)
+    fits = {}
+    for limit in (10**6, 0):
+        monkeypatch.setattr(VectorScaling, "newton_max_parameters", limit)
+        fits[limit] = fit_calibrator("vector", z, y)
+    assert fits[0].converged and fits[0].nll(z, y) == pytest.approx(fits[10**6].nll(z, y), rel=0, abs=1e-13)
+
+
 def test_truncated_newton_reaches_the_dense_newton_optimum_on_a_box():
     """A convex quadratic with a box on two components, by conjugate-gradient Newton steps (a diagonal
     preconditioner) and by Newton's steps with the dense Hessian: the same optimum."""
@@ -239,10 +264,14 @@ def test_truncated_newton_reaches_the_dense_newton_optimum_on_a_box():
 
 
 @pytest.mark.parametrize("method", FULL)
-def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(method):
+@pytest.mark.parametrize("rows", [8192, 300])
+def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(method, rows, monkeypatch):
     """K = 30: the final fit (truncated Newton steps from the folds' average map) converges, and the gradient of
     Kull et al.'s objective at the chosen λ and μ, written out here, vanishes at the reported W and b up to the
-    stopping rule: it bounds the gradient in units x/σ, so component (i, j) of W's is ≤ tol·σ_j, b's ≤ tol."""
+    stopping rule: it bounds the gradient in units x/σ, so component (i, j) of W's is ≤ tol·σ_j, b's ≤ tol.
+    With the preconditioner built from every 5th sample (``rows`` 300 of 1,500), as past PRECONDITION_ROWS
+    samples, the same: the products with H use every sample."""
+    monkeypatch.setattr("trustcal.calibration.scaling.PRECONDITION_ROWS", rows)
     z, y = many_class_logits(1500, 30, seed=12)
     cal = fit_calibrator(method, z, y)
     assert cal.converged and cal.odir_grid.size > 0 and not cal.at_bound
@@ -284,3 +313,18 @@ def test_a_path_dearer_than_the_bound_takes_the_grids_first_point(method, monkey
     assert (cal.odir_lambda, cal.odir_mu) == (first, first) and list(cal.odir_grid) == [first]
     assert np.isnan(cal.odir_cv_nll).all() and cal.converged
     assert scaling.ODIR_FOLDS_OPERATOR * scaling.ODIR_CV_GRADIENTS * 4 * 16_667 * 1000**2 > scaling.ODIR_CV_MAX_WORK
+
+
+def test_calibration_rows_carry_odirs_weights_as_fitted():
+    """calibration.csv's odir_lambda and odir_mu: the chosen weights of matrix and Dirichlet scaling (from the
+    cross-validation's grid), the given ones when fixed, NaN for a calibrator without them."""
+    from trustcal.calibration.table import calibration_row
+
+    z, y = calibrated(600, 4, seed=3)
+    d = {"val_logits": z, "val_labels": y}
+    row, cal = calibration_row(0, d, "dirichlet")
+    assert row["odir_lambda"] == cal.odir_lambda == row["odir_mu"] and row["odir_lambda"] in cal.odir_grid
+    row, _ = calibration_row(0, d, "matrix", options={"odir_lambda": 0.5, "odir_mu": 0.25})
+    assert (row["odir_lambda"], row["odir_mu"]) == (0.5, 0.25)
+    row, _ = calibration_row(0, d, "temperature")
+    assert np.isnan(row["odir_lambda"]) and np.isnan(row["odir_mu"])

@@ -78,3 +78,29 @@ def test_svs_refuses_the_off_diagonal_option():
     z, y = many_class_logits(200, 4, seed=0)
     with pytest.raises(ValueError, match="lambda_off_diagonal"):
         fit_calibrator("svs", z, y, lambda_off_diagonal=1.0)
+
+
+def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_minimum(monkeypatch):
+    """sms past OPERATOR_CLASSES classes: the operator's product is the gradient's derivative (central
+    differences), and the fit it reaches is L-BFGS's at a tight tolerance (the objective is strictly convex:
+    one minimum), with the preconditioner built from every 4th sample."""
+    from trustcal.calibration import structured
+    from trustcal.calibration.structured import _StructuredLoss
+
+    z, y = many_class_logits(1200, 25, seed=5)
+    loss = _StructuredLoss(mixed_log_proba(z, 1.3, 1 / 1201), y, True, 1.0, 1.0, 1.0)
+    rng = np.random.default_rng(6)
+    theta, v = 0.05 * rng.normal(size=(2, 25 * 26))
+    h = 1e-5
+    numeric = (loss.loss_grad(theta + h * v)[1] - loss.loss_grad(theta - h * v)[1]) / (2 * h)
+    op = loss.hessian_operator(theta)
+    np.testing.assert_allclose(op.product(v), numeric, rtol=0, atol=1e-7 * np.abs(numeric).max())
+    assert (op.diagonal > 0).all()
+    lbfgs = fit_calibrator("sms", z, y, tol=1e-10)
+    monkeypatch.setattr(structured, "OPERATOR_CLASSES", 20)
+    monkeypatch.setattr(structured, "PRECONDITION_ROWS", 300)
+    newton = fit_calibrator("sms", z, y, tol=1e-10)
+    assert newton.converged and newton.iterations < lbfgs.iterations
+    # both stop at a projected gradient ≤ 1e-10 per component, ~1e-8 in NLL for a curvature ~1e-4 (the weakest)
+    assert newton.nll(z, y) == pytest.approx(lbfgs.nll(z, y), rel=0, abs=1e-7)
+    np.testing.assert_allclose(newton.weights, lbfgs.weights, rtol=0, atol=1e-5)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from trustcal.calibration.methods import many_classes_advice
 from trustcal.calibration.table import CALIBRATION_COLUMNS, calibration_row
 from trustcal.files import PAPER_CALIBRATOR, RAW
 from trustcal.numerics import floored_log
@@ -63,6 +64,7 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: Calibratio
     calibrators = calibration.names
     t_min, t_max = calibration.t_min, calibration.t_max
     preds, rows, source = [], [], {}
+    advised: set[str] = set()  # the methods steered away from many classes, said once each
     unfitted: dict[int, Path] = {}  # epoch → a file of that epoch without validation predictions
 
     def add(p: PredictionSet, path: Path) -> None:
@@ -93,6 +95,10 @@ def predictions_of(loaded: Sequence[Loaded], warn: Warn, calibration: Calibratio
         logits = item.logits if item.logits is not None else floored_log(item.probs)
         val_logits = item.val_logits if item.val_logits is not None else floored_log(item.val_probs)
         for method in calibrators:
+            advice = many_classes_advice(method, val_logits.shape[1])
+            if advice and method not in advised:
+                advised.add(method)
+                warn(InputWarning("one_vs_rest_many_classes", str(f.path), advice, ("calibrators",)))
             row, cal = calibration_row(
                 f.epoch,
                 {"val_logits": val_logits, "val_labels": item.val_labels},

@@ -14,6 +14,12 @@ every one of its bins saw no positive) becomes uniform, 1/K each.
   as its thresholds (X_thresholds_, y_thresholds_) and evaluated with ``np.interp`` after
   clipping to the fitted range, which is what scikit-learn's predict computes (SciPy's
   interp1d hands float64 linear interpolation to ``np.interp``).
+
+``irm`` (multiclass isotonic regression, Zhang, Kailkhura and Han 2020, docs/method.md §2.16) fits one
+isotonic map g to every class's (p_k, 1[y = k]) pair pooled together, so that a row's classes keep their
+order (one-vs-rest isotonic regression breaks it: its K maps differ and flatten to ties). The output is
+g(p_k) + ε p_k, ε = 1e-9, divided by the row's sum: the ε term of the authors' ``mir_calibrate`` keeps
+every probability positive and breaks g's ties by the softmax's order.
 """
 
 from __future__ import annotations
@@ -145,3 +151,48 @@ class IsotonicCalibration(Calibrator):
     @classmethod
     def _from_arrays(cls, n_classes, arrays, **flags):
         return cls(n_classes, arrays["x"], arrays["y"], arrays["offsets"], **flags)
+
+
+IRM_EPSILON = 1e-9  # the authors' mir_calibrate adds 1e-9 p to g(p): no zero probability, ties kept in order
+
+
+class MulticlassIsotonic(Calibrator):
+    """IRM (Zhang et al. 2020): one isotonic map of the softmax probability for every class, pooled, fitted
+    on the N×K pairs (p_k, 1[y = k]); state: its thresholds ``x`` and levels ``y``."""
+
+    method = "irm"
+    name = "multiclass isotonic regression"
+
+    def __init__(self, n_classes, x, y, **flags):
+        super().__init__(n_classes, **flags)
+        self.x = np.ascontiguousarray(x, dtype=np.float64)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        if self.x.ndim != 1 or self.x.shape != self.y.shape or len(self.x) < 1:
+            raise ValueError("'irm' state: x and y must be vectors of the same length")
+
+    @classmethod
+    def _fit(cls, z, y, t_min, t_max, options):
+        no_more_options(cls.method, options, cls.options)
+        isotonic = require("sklearn.isotonic", "scikit-learn", cls.method)
+        p = softmax(z)
+        onehot = np.zeros_like(p)
+        onehot[np.arange(len(y)), y] = 1.0
+        iso = isotonic.IsotonicRegression(increasing=True, out_of_bounds="clip", y_min=0.0, y_max=1.0)
+        iso.fit(p.ravel(), onehot.ravel())
+        return cls(z.shape[1], iso.X_thresholds_, iso.y_thresholds_)
+
+    def predict_proba(self, logits):
+        p = softmax(check_logits(logits, self.n_classes))
+        g = np.interp(np.clip(p, self.x[0], self.x[-1]), self.x, self.y)
+        return normalise(g + IRM_EPSILON * p)
+
+    @property
+    def n_parameters(self):
+        return len(np.unique(self.y))
+
+    def _arrays(self):
+        return {"x": self.x, "y": self.y}
+
+    @classmethod
+    def _from_arrays(cls, n_classes, arrays, **flags):
+        return cls(n_classes, arrays["x"], arrays["y"], **flags)

@@ -1,7 +1,7 @@
 """Every calibration method by name: :data:`METHODS`, :func:`fit_calibrator`, :func:`calibrator_from_state`.
 
 The methods live in ``scaling`` (none, temperature, vector, matrix, dirichlet), ``binning``
-(histogram, isotonic), ``structured`` (sms, svs) and ``ensemble`` (ets), all built on the interface of ``base``; this module sits above all three,
+(histogram, isotonic, irm), ``structured`` (sms, svs) and ``ensemble`` (ets), all built on the interface of ``base``; this module sits above all three,
 so that no module of the family imports one that imports it back.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from trustcal.calibration.base import Calibrator
-from trustcal.calibration.binning import HistogramBinning, IsotonicCalibration
+from trustcal.calibration.binning import HistogramBinning, IsotonicCalibration, MulticlassIsotonic
 from trustcal.calibration.ensemble import EnsembleTemperatureScaling
 from trustcal.calibration.scaling import (
     DirichletCalibration,
@@ -35,6 +35,7 @@ METHODS: tuple[str, ...] = (
     "sms",
     "svs",
     "ets",
+    "irm",
 )
 _CLASSES: dict[str, type[Calibrator]] = {
     c.method: c
@@ -49,8 +50,26 @@ _CLASSES: dict[str, type[Calibrator]] = {
         StructuredMatrixScaling,
         StructuredVectorScaling,
         EnsembleTemperatureScaling,
+        MulticlassIsotonic,
     )
 }
+
+
+ONE_VS_REST = ("histogram", "isotonic")
+MANY_CLASSES = 20  # above this many classes a one-vs-rest binning calibrator is steered to irm (§2.10)
+
+
+def many_classes_advice(method: str, n_classes: int | None) -> str | None:
+    """The line that steers a one-vs-rest binning calibrator away from ``n_classes`` > :data:`MANY_CLASSES`
+    classes, before it is fitted (docs/method.md §2.10); None where it does not apply."""
+    if method not in ONE_VS_REST or not n_classes or n_classes <= MANY_CLASSES:
+        return None
+    name = _CLASSES[method].name
+    return (
+        f"{name} at {n_classes} classes: its {n_classes} one-vs-rest maps are fitted on few positives each and "
+        "give the true class probability 0 wherever its bin saw none, which raises the test NLL above the raw "
+        "model's (docs/method.md §2.10). Fix: use irm (one isotonic map for every class) or temperature."
+    )
 
 
 def calibrator_class(method: str) -> type[Calibrator]:

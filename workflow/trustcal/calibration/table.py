@@ -29,6 +29,8 @@ CALIBRATION_COLUMNS = (
     "iterations",
     "parameters",
     "identity_fallback",  # the fit raised the fit split's NLL, so the identity map is used (docs/method.md §2.12)
+    "odir_lambda",  # matrix and Dirichlet scaling: ODIR's weights as fitted (chosen or given, §2.7); NaN otherwise
+    "odir_mu",
 )
 SPLITS = {"validation": "val", "test": "test"}  # config calibration.fit_on → the logits' key prefix
 WORSE_ON_TEST = "calibrator_worse_on_test"  # the warning code of :func:`worse_on_test`
@@ -70,6 +72,8 @@ def calibration_row(
         iterations=int(summary["iterations"]),
         parameters=int(summary["parameters"]),
         identity_fallback=bool(summary["identity_fallback"]),
+        odir_lambda=float(getattr(cal, "odir_lambda", np.nan)),
+        odir_mu=float(getattr(cal, "odir_mu", np.nan)),
     )
     return row, cal
 

@@ -48,6 +48,7 @@ CALIBRATOR_NAMES = {
     "sms": "structured matrix scaling",
     "svs": "structured vector scaling",
     "ets": "ensemble temperature scaling",
+    "irm": "multiclass isotonic (IRM)",
 }
 CALIBRATOR_COLOURS = {  # Okabe–Ito; none and temperature as "before" and "after" in the paper figures
     RAW: STATE_COLOURS[BEFORE],
@@ -60,6 +61,7 @@ CALIBRATOR_COLOURS = {  # Okabe–Ito; none and temperature as "before" and "aft
     "sms": "#882255",  # beyond Okabe–Ito's eight: Tol's wine and olive
     "svs": "#999933",
     "ets": "#44AA99",  # Tol's teal
+    "irm": "#332288",  # Tol's indigo
 }
 
 
