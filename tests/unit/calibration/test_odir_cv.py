@@ -264,14 +264,14 @@ def test_truncated_newton_reaches_the_dense_newton_optimum_on_a_box():
 
 
 @pytest.mark.parametrize("method", FULL)
-@pytest.mark.parametrize("rows", [8192, 300])
-def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(method, rows, monkeypatch):
+@pytest.mark.parametrize("float32_gram", [200, 10])
+def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(method, float32_gram, monkeypatch):
     """K = 30: the final fit (truncated Newton steps from the folds' average map) converges, and the gradient of
     Kull et al.'s objective at the chosen λ and μ, written out here, vanishes at the reported W and b up to the
     stopping rule: it bounds the gradient in units x/σ, so component (i, j) of W's is ≤ tol·σ_j, b's ≤ tol.
-    With the preconditioner built from every 5th sample (``rows`` 300 of 1,500), as past PRECONDITION_ROWS
-    samples, the same: the products with H use every sample."""
-    monkeypatch.setattr("trustcal.calibration.scaling.PRECONDITION_ROWS", rows)
+    With the preconditioner's Gram matrix summed in float32, as past FLOAT32_GRAM classes, the same: the products
+    with H are exact."""
+    monkeypatch.setattr("trustcal.calibration.scaling.FLOAT32_GRAM", float32_gram)
     z, y = many_class_logits(1500, 30, seed=12)
     cal = fit_calibrator(method, z, y)
     assert cal.converged and cal.odir_grid.size > 0 and not cal.at_bound

@@ -83,7 +83,7 @@ def test_svs_refuses_the_off_diagonal_option():
 def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_minimum(monkeypatch):
     """sms past OPERATOR_CLASSES classes: the operator's product is the gradient's derivative (central
     differences), and the fit it reaches is L-BFGS's at a tight tolerance (the objective is strictly convex:
-    one minimum), with the preconditioner built from every 4th sample."""
+    one minimum)."""
     from trustcal.calibration import structured
     from trustcal.calibration.structured import _StructuredLoss
 
@@ -98,7 +98,6 @@ def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_mi
     assert (op.diagonal > 0).all()
     lbfgs = fit_calibrator("sms", z, y, tol=1e-10)
     monkeypatch.setattr(structured, "OPERATOR_CLASSES", 20)
-    monkeypatch.setattr(structured, "PRECONDITION_ROWS", 300)
     newton = fit_calibrator("sms", z, y, tol=1e-10)
     assert newton.converged and newton.iterations < lbfgs.iterations
     # both stop at a projected gradient ≤ 1e-10 per component, ~1e-8 in NLL for a curvature ~1e-4 (the weakest)

@@ -64,7 +64,16 @@ CV = "cv"  # the value of odir_lambda / odir_mu that asks for cross-validation (
 ODIR_GRID = tuple(10.0**e for e in range(8, -6, -1))  # the path, strong to weak: 1e8, 1e7, …, 1e-5 at most
 ODIR_PRIOR_SD = 1e-3  # the path starts where ODIR's prior holds each off-diagonal weight within this of 0
 ODIR_FOLDS = 5  # stratified by label, where the folds' fits take Newton steps with the exact Hessian (K ≤ 20)
-PRECONDITION_ROWS = 8192  # the truncated Newton steps' preconditioner is built from at most this many samples
+START_ROWS = 5000  # the truncated Newton steps' start, temperature scaling's map, is fitted on at most this many
+FLOAT32_GRAM = 200  # past this many classes the ODIR operator's preconditioner sums its Gram matrix in float32
+
+
+def gram32(g: np.ndarray) -> np.ndarray:
+    """g gᵀ summed in float32 (a symmetric rank-N update), returned in float64."""
+    g32 = g.astype(np.float32)
+    return (g32 @ g32.T).astype(np.float64)
+
+
 ODIR_FOLDS_OPERATOR = 3  # where they take truncated Newton steps (K > 20): each fit costs 10–100 gradients
 ODIR_PATIENCE = 2  # the path stops at the second grid point in a row above the best held-out NLL …
 ODIR_RISE = 1e-3  # … or at the first above it by more than this (nats per sample)
@@ -423,14 +432,12 @@ class _ScalingLoss:
 
         k, n, off, n_off, xt, xs, v = self.k, self.n, self.off, self.n_off, self.xt, self.xs, self._direction
         p = self.probabilities(theta)
-        # M from every m-th sample, at most PRECONDITION_ROWS of them: its parts cost K²N products each, what the
-        # products H v (all N samples) then correct; below that many samples M is built from all of them
-        m = -(-n // PRECONDITION_ROWS)
-        n_full, n, p_full = n, len(range(0, n, m)), p
-        p, xt, xs = p[:, ::m], xt[:, ::m], xs[::m]
         px = p * xt
         g = np.concatenate([px, p])
-        h = -(g @ g.T)  # the (d, c) block: Σ_n (diag p − p pᵀ) ⊗ [x_na x_nb, x_na; x_nb, 1] at each class's own feature
+        # M only steers the conjugate gradients (the products H v are exact): past FLOAT32_GRAM classes its
+        # Gram matrix, 4K²N products, is summed in float32, half the time (float64 where that is not positive definite)
+        gram = gram32(g) if k > FLOAT32_GRAM else g @ g.T
+        h = -gram  # the (d, c) block: Σ_n (diag p − p pᵀ) ⊗ [x_na x_nb, x_na; x_nb, 1] at each class's own feature
         idx = np.arange(k)
         h[idx, idx] += (px * xt).sum(axis=1)
         cross = px.sum(axis=1)
@@ -441,7 +448,12 @@ class _ScalingLoss:
         h[k:, k:] += self.c_mu * (np.eye(k) - 1.0 / k)  # ½ μ' |b|², b = c − mean(c)
         diag_dc = np.diag(h).copy()
         h[k:, k:] += diag_dc.max() / k  # stiff along the flat direction c + t·1 (H and the gradient are 0 there)
-        factor = linalg.cho_factor(h)
+        try:
+            factor = linalg.cho_factor(h)
+        except linalg.LinAlgError:  # float32's rounding: the block again in float64
+            if k <= FLOAT32_GRAM:
+                raise
+            factor = linalg.cho_factor(h + (gram - g @ g.T) / n)
         w = p * (1 - p)
         rows = (w @ (xs * xs)) / n + self.reg  # K×K: the curvature of each W'_aj alone (NLL + ODIR)
         # Each class's rank-one term γ_a v vᵀ, matched to (1/N) Σ_n w_na (v·x_n)²; D_a = diag − γ_a v² kept > 0
@@ -455,7 +467,6 @@ class _ScalingLoss:
         v_rows = np.where(off, v[None, :], 0.0)
         v_d = v_rows / d_rows
         shrink = gamma / (1 + gamma * (v_rows * v_d).sum(axis=1))
-        n, p, xt, xs = n_full, p_full, self.xt, self.xs
 
         def precondition(r):
             out = np.empty_like(r)
@@ -597,9 +608,11 @@ def _odir_path(x, labels, t_min, t_max, lam, mu, newton, n_folds) -> OdirChoice:
 def _operator_start(loss: _ScalingLoss, x: np.ndarray, t_min: float, t_max: float) -> np.ndarray:
     """θ of temperature scaling's map, W = I/T, b = 0 (T fitted on ``x``, the loss's features), where truncated
     Newton steps start: at 5,000 × 100 and 10,000 × 300 they then take 4 steps where they took 5–9 from
-    the identity map (docs/method.md §2.9)."""
+    the identity map (docs/method.md §2.9). Only a start: T is fitted on at most START_ROWS of the samples
+    (every m-th), 10 s of 64 at 25,000 × 1,000 on all of them."""
     theta = loss.identity()
-    theta[: loss.k] /= fit_temperature(x, loss.labels, t_min=t_min, t_max=t_max).temperature
+    m = -(-len(x) // START_ROWS)
+    theta[: loss.k] /= fit_temperature(x[::m], loss.labels[::m], t_min=t_min, t_max=t_max).temperature
     return theta
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from trustcal.calibration.base import check_logits, linear_map, no_more_options, option, require
-from trustcal.calibration.scaling import MAX_ITER, PRECONDITION_ROWS, TOL, TemperatureFirst
+from trustcal.calibration.scaling import MAX_ITER, TOL, TemperatureFirst
 from trustcal.calibration.solver import NEWTON_MAX_ITER, Box, HessianOperator, iteration_plan, minimize_box
 from trustcal.calibration.temperature import fit_temperature, log_softmax
 
@@ -85,18 +85,17 @@ class _StructuredLoss:
         """H at θ of the full map (``sms``) as an operator, for its truncated Newton steps past OPERATOR_CLASSES
         classes: a product H v costs two products of N×K by K×K, what a gradient costs (L-BFGS took 54
         iterations, unconverged, and 224 s at K = 1,000, N = 25,000); the preconditioner is H's diagonal, the
-        NLL's (1/N) Σ_n p_na (1 − p_na) x_nj² (from at most PRECONDITION_ROWS samples) plus the ridge's."""
+        NLL's (1/N) Σ_n p_na (1 − p_na) x_nj² plus the ridge's."""
         n, k, x = self.n, self.k, self.x
         delta, b = self.unpack(theta)
         p = self.scores(delta, b)
         p -= p.max(axis=1, keepdims=True)
         np.exp(p, out=p)
         p /= p.sum(axis=1, keepdims=True)
-        step = -(-n // PRECONDITION_ROWS)
-        w = p[::step] * (1 - p[::step])
+        w = p * (1 - p)
         ridge = np.full((k, k), 2 * self.r_o)
         ridge[np.diag_indices(k)] = 2 * self.r_d
-        diagonal = np.concatenate([(w.T @ x[::step] ** 2 / len(w) + ridge).ravel(), w.mean(axis=0) + 2 * self.r_b])
+        diagonal = np.concatenate([(w.T @ x**2 / n + ridge).ravel(), w.mean(axis=0) + 2 * self.r_b])
 
         def product(v):
             d_delta, d_b = self.unpack(v)
