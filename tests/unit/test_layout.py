@@ -31,6 +31,7 @@ RANK = {
     "settings": 5,
     "stages": 6,
     "assessment": 6,
+    "shift_stages": 6.5,  # the dataset-shift stages, apart from `stages` so that its stages' code digests stay put
     "study": 7,
     "api": 7,
     "cli": 8,

@@ -19,7 +19,7 @@ from helpers.workflow import REPO
 
 RULES_DIR = REPO / "workflow" / "rules"
 SCRIPTS_DIR = REPO / "workflow" / "scripts"
-TRAIN_RULES = {"download", "prepare", "train", "logits"}
+TRAIN_RULES = {"download", "prepare", "train", "logits", "shift_images", "shift_logits"}
 ANALYSIS_RULES = {
     "calibrate",
     "calibration_table",
@@ -30,6 +30,10 @@ ANALYSIS_RULES = {
     "metric_figures",
     "verdict",
     "external",
+    "shift_scores",
+    "shift_clean",
+    "shift_table",
+    "shift_ood_table",
 }
 TORCH = {"torch", "torchvision", "pytorch"}
 # import name → distribution name, for the packages of pyproject.toml's core, train and workflow lists

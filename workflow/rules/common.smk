@@ -24,6 +24,7 @@ from trustcal.config import (
 )
 from trustcal.registry import setup_params
 from trustcal.codedigest import stage_digest
+from trustcal.shift.sets import ood_datasets
 
 # The trustcal package the jobs run (this checkout's, else the installed one).
 PACKAGE_DIR = Path(sys.modules["trustcal"].__file__).resolve().parent
@@ -101,6 +102,8 @@ SEEDS = {ds: per_dataset(config, "seeds", ds) for ds in DATASETS}  # run → its
 SETUPS = run_setups(config)
 # the datasets the runs read (results/data/{dataset}/) → their registered name or a user's description
 DATA = data_entries(config)
+# ... and those whose test splits shift.ood reads as out-of-distribution sets (none by default)
+DATA.update({n: n for n in ood_datasets(config["shift"]) if n not in DATA})
 
 
 def data_file(name):
@@ -187,7 +190,8 @@ FIGURE_NAMES = list(FIGURES)
 def all_targets():
     """What the workflow makes by default (the inputs of its `all` rule, called once every rule
     file is included), from the rules' outputs: each run's tables, each dataset's figures, the
-    verdict and the external prediction sets."""
+    verdict, the external prediction sets and, when configured, each run's shift tables.
+    """
     tables = [
         rules.trust.output.trust,
         rules.scores.output.scores,
@@ -204,4 +208,5 @@ def all_targets():
         )
     targets += [str(f) for f in rules.verdict.output]  # report.smk
     targets += external_targets()  # external_helpers.smk
+    targets += shift_targets()  # shift_helpers.smk: none unless shift: is configured
     return targets

@@ -429,6 +429,34 @@ def _claims_problems(config: dict, config_name: str, sources: ConfigSources | No
     return problems
 
 
+def _shift_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
+    """A name of ``shift.corruptions`` that is no corruption of a run's image shape (or cannot be computed
+    here), of ``shift.ood`` that is no noise and no registered dataset, an epoch of ``shift.epochs`` past the
+    last, and an ``ood`` dataset that per-dataset ``verify_checksums`` has no entry for (trustcal.shift.sets)."""
+    from trustcal.shift.sets import corruption_problem, epochs_problem, ood_datasets, ood_problem
+
+    shift = config.get("shift") or {}
+    problems: list[str] = []
+
+    def add(key: str, problem: str | None) -> None:
+        line = f"{config_source(sources, ('shift', key), default=config_name)}: shift.{key}: {problem}"
+        if problem and line not in problems:
+            problems.append(line)
+
+    setups = run_setups(config)
+    found = (corruption_problem(shift.get("corruptions", []), s.dataset.shape, n) for n, s in setups.items())
+    add("corruptions", next((p for p in found if p), None))  # one line: the first run it fails
+    own = {s.dataset.name for s in setups.values()}
+    for entry in shift.get("ood", []):
+        add("ood", ood_problem(entry, own))
+    add("epochs", epochs_problem(shift.get("epochs", []), config["epochs"]))
+    checks = config.get("verify_checksums")
+    missing = [n for n in ood_datasets(shift) if isinstance(checks, dict) and n not in checks]
+    if missing:
+        add("ood", f"verify_checksums is given per dataset but has no entry for {missing[0]!r}; add one")
+    return problems
+
+
 def config_warnings(config: Mapping) -> list[str]:
     """What a valid configuration should not ask for, said before any job runs: a one-vs-rest binning
     calibrator on a registered dataset of many classes (trustcal.calibration.methods.many_classes_advice)."""
@@ -475,6 +503,7 @@ def validate_config(
         problems += _network_problems(config, config_name, sources)
         problems += _calibrator_problems(config, config_name, sources)
         problems += _claims_problems(config, config_name, sources)
+        problems += _shift_problems(config, config_name, sources)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
     return config

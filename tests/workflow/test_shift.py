@@ -1,0 +1,65 @@
+"""Trust under dataset shift through the workflow (config `shift:`): the tiny MNIST run with two MNIST-C corruptions
+and uniform noise as an out-of-distribution set, end to end: the tables' columns and rows, the clean rows equal to
+scores.csv's test rows, accuracy falling under a destructive corruption, and a corruption added later running its
+own jobs only."""
+
+import pandas as pd
+import pytest
+import yaml
+from helpers.workflow import make_workdir, planned_jobs, snakemake
+
+from trustcal.reporting.shift import OOD_COLUMNS, SIGNALS, shift_columns
+
+pytestmark = pytest.mark.slow
+
+SHIFT = {"corruptions": ["impulse_noise", "fog"], "ood": ["noise_uniform"], "samples": 200}
+
+
+def test_shift_tables_end_to_end(tmp_path):
+    work = make_workdir(tmp_path / "work", datasets=["mnist"])
+    (work / "shift.yaml").write_text(yaml.safe_dump({"shift": SHIFT}))
+    snakemake(work, "--configfile", "tiny.yaml", "shift.yaml")
+    run = work / "results" / "mnist"
+
+    table = pd.read_csv(run / "shift.csv")
+    assert list(table.columns) == shift_columns(bootstrapped=True)
+    # clean + 2 corruptions, each at its one severity, epochs best and last, calibrators none and temperature
+    assert len(table) == 3 * 2 * 2
+    assert set(table["set"]) == {"clean", "impulse_noise", "fog"} and set(table["calibrator"]) == {
+        "none",
+        "temperature",
+    }
+    assert (table["n"] == 80).all()  # samples: 200 caps nothing on 80 test images
+    assert (table.loc[table["set"] == "clean", "severity"] == 0).all()
+    assert (table.loc[table["set"] != "clean", "severity"] == 1).all()
+    for name in ("accuracy", "nll", "belief"):
+        assert (table[f"{name}_lo"] <= table[name] + 1e-12).all() and (table[name] <= table[f"{name}_hi"] + 1e-12).all()
+
+    last = table[(table["epoch_label"] == "last") & (table["calibrator"] == "none")].set_index("set")
+    assert last.loc["fog", "accuracy"] < last.loc["clean", "accuracy"], last[["accuracy"]]
+
+    scores = pd.read_csv(run / "seed0" / "scores.csv")
+    test = scores[scores["split"] == "test"].set_index(["epoch", "calibrator"])
+    clean = table[table["set"] == "clean"]
+    for _, row in clean.iterrows():
+        for name in ("accuracy", "nll", "brier", "ece"):
+            assert row[name] == pytest.approx(test.loc[(row["epoch"], row["calibrator"]), name], abs=1e-12), name
+    trust = pd.read_csv(run / "seed0" / "trust.csv")
+    network = trust[trust["label"] == "network"].set_index(["epoch", "calibrator"])
+    for _, row in clean.iterrows():
+        assert row["belief"] == pytest.approx(network.loc[(row["epoch"], row["calibrator"]), "belief"], abs=1e-12)
+
+    ood = pd.read_csv(run / "shift_ood.csv")
+    assert list(ood.columns) == list(OOD_COLUMNS)
+    assert len(ood) == 2 * 2 * len(SIGNALS) and set(ood["set"]) == {"ood-noise_uniform"}
+    assert ood["auroc"].between(0, 1).all() and ood["fpr95"].between(0, 1).all()
+    assert (ood["n_in"] == 80).all() and (ood["n_out"] == 80).all()
+
+    # a corruption added later: its own jobs and the run's table, nothing else
+    (work / "shift.yaml").write_text(
+        yaml.safe_dump({"shift": {**SHIFT, "corruptions": [*SHIFT["corruptions"], "stripe"]}})
+    )
+    plan = planned_jobs(work, "--configfile", "tiny.yaml", "shift.yaml")
+    assert plan == {"all": 1, "shift_images": 1, "shift_logits": 1, "shift_scores": 1, "shift_table": 1}, plan
+    # shift: left at its defaults: nothing to do, the shift files are simply no target
+    assert planned_jobs(work, "--configfile", "tiny.yaml") == {}

@@ -1,0 +1,25 @@
+from _common import run
+
+
+def main(sm):
+    import torch
+
+    from trustcal.registry import setup_of
+    from trustcal.shift_stages import shift_logits_stage
+    from trustcal.training.engine import keep_freed_memory_in_process
+
+    keep_freed_memory_in_process()
+
+    torch.set_num_threads(sm.threads)
+    shift_logits_stage(
+        setup_of(sm.params.setup),
+        sm.input.splits,
+        sm.params.checkpoint_dir,
+        sm.input.history,
+        sm.input.images,
+        sm.output.logits,
+        sm.params.epochs,
+    )
+
+
+run(snakemake, main)  # noqa: F821
