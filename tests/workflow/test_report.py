@@ -1,6 +1,7 @@
 """A finished tiny run yields every figure, the reproduction verdict and the HTML report."""
 
 import re
+import shutil
 import subprocess
 
 import pandas as pd
@@ -184,6 +185,11 @@ def test_study_report_adds_a_run_beyond_the_papers(finished, tmp_path):
     assert (study / "c10_sgd_trust_grid.png").stat().st_size > 10_000
     links = re.findall(r"\]\(([^)\s]+)\)", full)
     assert all((study / link).is_file() for link in links), links
+    # the paper's runs again with the run beyond kept from report.json, its directory gone: the same section
+    shutil.rmtree(other)
+    again = write_study(finished, repo, None, "snakemake --cores 2", keep_beyond=True)
+    assert [p for p in again.split("\n\n") if p.startswith("**Beyond the paper.**")] == [paragraph]
+    assert (study / "study.md").read_text().split("### Beyond the paper: CIFAR-10 (CNN)", 1)[1] == part
 
 
 def test_the_committed_readme_block_is_a_rendering_of_the_committed_report():

@@ -1,6 +1,7 @@
 """Regenerate the README's real-study section and results/study/ from a finished run.
 
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR [--author-predictions DIR] [--beyond OTHER_RUN_DIR ...]
+        [--keep-beyond]
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR --costs-only
     .venv/bin/python workflow/scripts/study_report.py --ranking-only results/study
 
@@ -10,6 +11,8 @@ RUN_DIR is the directory the study ran in (its results/ and .snakemake/log/), e.
 --beyond OTHER_RUN_DIR (repeatable) adds the runs of another run directory that its configuration declares
 under setups: (e.g. workflow/study/resnet20.yaml's cifar10_resnet20): a section each in study.md with
 the general claims judged on it, and a paragraph in the README block.
+With --keep-beyond the runs beyond the paper's are kept from the committed results/study/report.json (their
+run directories need not exist), after any --beyond ones.
 With --costs-only it writes only what each job of RUN_DIR cost (from its results/benchmarks/: costs.csv,
 costs_summary.csv, costs.md), into RUN_DIR/results/study/: any finished run, e.g. to size cluster requests.
 With --ranking-only the directory is a study's results/study/ (the committed one, say): which calibrator wins,
@@ -62,6 +65,12 @@ def main(argv=None) -> int:
         "configuration files of that directory that declare its setups)",
     )
     parser.add_argument(
+        "--keep-beyond",
+        action="store_true",
+        help="keep the runs beyond the paper's of the committed results/study/report.json as they are (their "
+        "tables and figures already in results/study/), e.g. when only the paper's runs were run again",
+    )
+    parser.add_argument(
         "--costs-only",
         action="store_true",
         help="write only the cost tables of RUN_DIR's jobs, into RUN_DIR/results/study/ (not this repository)",
@@ -95,7 +104,7 @@ def main(argv=None) -> int:
             print("\n".join(lines))
             print(f"written: {results / 'study'}/costs.csv, costs_summary.csv, costs.md")
             return 0
-        write_study(args.run_dir.resolve(), REPO, author, args.command, args.remark, beyond)
+        write_study(args.run_dir.resolve(), REPO, author, args.command, args.remark, beyond, args.keep_beyond)
     except TrustcalError as exc:  # the run's snakemake command where a rule's files are at fault
         rerun = f" (in the run's directory: snakemake --cores 2 --forcerun {exc.rerun})" if exc.rerun else ""
         print(f"error: {str(exc).rstrip('.')}{rerun}.", file=sys.stderr)

@@ -68,11 +68,12 @@ def write_study(
     command: str,
     remark: str = "",
     beyond: Sequence[tuple[Path, str | None]] = (),
+    keep_beyond: bool = False,
 ) -> str:
     """Everything under ``repo/results/study/`` (:func:`build_report`; ``study.md`` and ``report.json``) and
     the README block (:func:`write_readme`); returns the block."""
     out = repo / "results" / "study"
-    report = build_report(run_dir, out, author_dir, command, remark, beyond)
+    report = build_report(run_dir, out, author_dir, command, remark, beyond, keep_beyond)
     write_documents(report, out)
     return write_readme(repo, report)
 

@@ -29,7 +29,7 @@ from trustcal.study.names import data_notes, title
 from trustcal.study.png import save_png
 from trustcal.study.provenance import config_files, data_sources, provenance, run_config
 from trustcal.study.ranking_figure import write_ranking
-from trustcal.study.report import Beyond, Costs, DatasetSection, Report, plain
+from trustcal.study.report import REPORT_FILE, Beyond, Costs, DatasetSection, Report, load_report, plain
 from trustcal.training.history import best_epoch
 
 STUDY_FIGURES = ("trust_grid", "loss_curves", "calibration_metrics", "reliability", "network_opinion")
@@ -159,10 +159,14 @@ def build_report(
     command: str,
     remark: str = "",
     beyond: Sequence[tuple[Path, str | None]] = (),
+    keep_beyond: bool = False,
 ) -> Report:
     """The report of the paper's run in ``run_dir`` (``command``: how it was started), with the runs beyond
     the paper's of ``beyond`` ((run directory, its command or None), :func:`beyond_run`); writes the files
-    the report shows into ``out`` (with the calibrator ranking, :func:`~trustcal.study.ranking_figure.write_ranking`)."""
+    the report shows into ``out`` (with the calibrator ranking, :func:`~trustcal.study.ranking_figure.write_ranking`).
+    ``keep_beyond``: the runs beyond the paper's are those of ``out``'s report.json as they are (their run
+    directories gone; their tables and figures already in ``out``), after those of ``beyond``."""
+    kept = load_report(out / REPORT_FILE).beyond if keep_beyond else []
     results = run_dir / "results"
     out.mkdir(parents=True, exist_ok=True)
     runs = tb.finished_runs(results)
@@ -195,7 +199,7 @@ def build_report(
     )
     if author_dir is not None:
         report.authors = author_verdicts(author_dir, out)
-    report.beyond = [beyond_run(d, c or beyond_command(command, d), out) for d, c in beyond]
+    report.beyond = [beyond_run(d, c or beyond_command(command, d), out) for d, c in beyond] + kept
     report.ranking = write_ranking(out, section_titles(report))
     return report
 
