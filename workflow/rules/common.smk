@@ -96,6 +96,31 @@ onstart:
     check_outputs_writable()
 
 
+def print_warnings_digest():
+    """At the end of every run, success or failure: the digest of the jobs' warnings of the configured runs
+    (trustcal.reporting.digest), on the console; nothing without warnings, one line if it cannot be made.
+    """
+    try:
+        from trustcal.reporting.digest import digest_lines, digest_text
+
+        logs = Path("results/logs")
+        runs = {ds: SEEDS[ds] for ds in DATASETS}
+        runs.update({name: [] for name in config.get("external") or {}})
+        text = digest_text(digest_lines(logs, runs), logs)
+        if text:
+            print(f"\n{text}", file=sys.stderr)
+    except Exception as exc:  # never fails the run
+        print(f"warning: no digest of the jobs' warnings: {exc!r}", file=sys.stderr)
+
+
+onsuccess:
+    print_warnings_digest()
+
+
+onerror:
+    print_warnings_digest()
+
+
 DATASETS = config["datasets"]  # the runs: results/{dataset}/seed{seed}/
 SEEDS = {ds: per_dataset(config, "seeds", ds) for ds in DATASETS}  # run → its seeds
 # run → its dataset, network and recipe (trustcal.registry.Setup)

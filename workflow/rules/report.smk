@@ -16,6 +16,8 @@ rule verdict:
         trust=all_seed_files(rules.trust.output.trust),
         history=all_seed_files(HISTORY),
         bootstrap=all_seed_files(rules.trust_bootstrap.output.replicates),
+        # after the jobs whose warnings the verdict digests (section Warnings; calibrate runs before trust)
+        scores=all_seed_files(rules.scores.output.scores),
         claims=config["claims"],  # a user's claims files (docs/claims.md)
     output:
         markdown="results/reproduction.md",

@@ -7,6 +7,7 @@ def main(sm):
 
     from trustcal.assessment import assess_to_dir
     from trustcal.predictions import ReadOptions
+    from trustcal.reporting.digest import recorded_warnings
     from trustcal.settings import Settings
 
     opts = dict(sm.params.options)
@@ -19,8 +20,9 @@ def main(sm):
         history=history,
         title=title,
     )
-    for w in result.warnings:
-        logging.warning("[%s] %s", w.code, w)
+    with recorded_warnings(sm.log[0], sm.rule, sm.wildcards):  # also as records, for the digest
+        for w in result.warnings:
+            logging.warning("[%s] %s", w.code, w)
     logging.info("assessed %s:\n%s", source, result.summary())
 
 

@@ -18,6 +18,7 @@ def main(sm):
         bootstrap_paths=sm.input.bootstrap,
         claims_paths=claims,
         claims_dir=Path(claims_out[0]).parent if claims_out else None,
+        logs_dir=Path(sm.log[0]).parents[1],  # results/logs: the jobs' warnings (section Warnings)
     )
 
 

@@ -116,3 +116,23 @@ def test_the_general_section_is_rendered_as_markdown_renders_it(judged):
     assert f"<h2>{verdict.GENERAL_TITLE}</h2>" in page
     body = re.sub(r"<code>.*?</code>", " ", page.split("<body>", 1)[1], flags=re.S)
     assert raw_markup(html.unescape(re.sub(r"<[^>]+>", " ", body))) == []
+
+
+def test_the_warnings_section_lists_the_digest_and_is_absent_without_warnings(judged):
+    """The section "Warnings" (trustcal.reporting.digest's lines) ends the Markdown and the page, with each line
+    as it is (a calibrator's name with ``*`` is not emphasis on the page); no warnings, no section."""
+    table, datasets, seeds, runs = judged
+    lines = [
+        "isotonic raised the test NLL in 2 of 3 epochs of mnist seed 0: 0.300 → 0.500 (worst, epoch 1)",
+        "a*b*c <x>",
+    ]
+    md = render.render_markdown(table, SETTINGS, datasets, seeds, runs, warnings=lines)
+    assert md.rstrip().endswith(f"- {lines[0]}\n- {lines[1]}")
+    assert f"## {render.WARNINGS_TITLE}" in md
+    page = render.render_html(table, SETTINGS, datasets, seeds, runs, warnings=lines)
+    assert f"<li>{lines[0]}</li><li>a*b*c &lt;x&gt;</li></ul>\n</body>" in page
+    for text in (
+        render.render_markdown(table, SETTINGS, datasets, seeds, runs),
+        render.render_html(table, SETTINGS, datasets, seeds, runs),
+    ):
+        assert render.WARNINGS_TITLE not in text

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.files import atomic_path, write_csv
+from trustcal.reporting.digest import digest_lines
 from trustcal.reporting.verdict.claimfile import MASS_TOLERANCE, ClaimsFileError, load_claims
 from trustcal.reporting.verdict.claims import (
     CLAIMS,
@@ -89,6 +90,12 @@ GENERAL_INTRO = (
 )
 GENERAL_HEADER = ("Claim", "Reproduced when")
 GENERAL_DETAILS = "Each general claim, the claims it generalises and what we measure:"
+WARNINGS_TITLE = "Warnings"
+WARNINGS_INTRO = (
+    "What the workflow's jobs warned about (a calibrator that made the test split worse, a fit at a bound or not "
+    "converged), one line per kind, run and calibrator; each job's records are in `results/logs/`, next to its log "
+    "(`*.warnings.jsonl`)."
+)
 
 
 def split_scopes(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -269,9 +276,10 @@ def _general_markdown(section) -> list[str]:
     return lines
 
 
-def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=None, claims=None) -> str:
+def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=None, claims=None, warnings=()) -> str:
     """The verdict as Markdown: the paper's claims, or with ``claims_file`` the claims of that file (``claims``:
-    those claims, read from it); then the general claims on every run, when ``table`` has their rows."""
+    those claims, read from it); then the general claims on every run, when ``table`` has their rows; then
+    ``warnings`` (the lines of :func:`trustcal.reporting.digest.digest`), when any, under "Warnings"."""
     paper = claims_file is None
     table, general = split_scopes(table)
     section = _general_document(general, settings, runs, claims, claims_file)
@@ -303,6 +311,8 @@ def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=Non
         *(f"- {d}" for d in details),
         "",
     ]
+    if warnings:
+        lines += [f"## {WARNINGS_TITLE}", "", WARNINGS_INTRO, "", *(f"- {w}" for w in warnings), ""]
     return "\n".join(lines)
 
 
@@ -354,7 +364,12 @@ def _html_items(xs) -> str:
     return "<ul>" + "".join(f"<li>{_html_text(x)}</li>" for x in xs) + "</ul>"
 
 
-def render_html(table, settings, datasets, seeds, runs=None, claims_file=None, claims=None) -> str:
+def _html_items_plain(xs) -> str:
+    """Plain text items (a warning's message may hold ``*`` or backquotes that are not Markdown)."""
+    return "<ul>" + "".join(f"<li>{html.escape(x, quote=False)}</li>" for x in xs) + "</ul>"
+
+
+def render_html(table, settings, datasets, seeds, runs=None, claims_file=None, claims=None, warnings=()) -> str:
     """The same content as :func:`render_markdown`, as a standalone page (for the HTML report)."""
     paper = claims_file is None
     table, general = split_scopes(table)
@@ -394,6 +409,11 @@ def render_html(table, settings, datasets, seeds, runs=None, claims_file=None, c
             if paper
             else "<h2>Each claim: its words and what we measure</h2>",
             items(details),
+            *(
+                [f"<h2>{WARNINGS_TITLE}</h2>", f"<p>{_html_text(WARNINGS_INTRO)}</p>", _html_items_plain(warnings)]
+                if warnings
+                else []
+            ),
             "</body></html>",
             "",
         ]
@@ -410,11 +430,13 @@ def write_verdict(
     claims_file=None,
     claims=None,
     general: bool = False,
+    warnings=(),
 ) -> pd.DataFrame:
     """Evaluate ``CLAIMS`` (or the claims of ``claims_file``, :func:`load_claims`; or ``claims``, read from
     ``claims_file``) on ``runs`` and write the Markdown, CSV (and HTML) verdicts. With ``general`` (the
     workflow's verdict), also the general claims on every run of ``runs``: rows of ``scope`` ``general``
-    after the claims' own, and the section "Does it hold beyond the paper?"."""
+    after the claims' own, and the section "Does it hold beyond the paper?". ``warnings``: the lines of the
+    section "Warnings" (none: no section)."""
     level = float(settings.get("bootstrap", {}).get("level", 0.95))
     if claims is None:
         claims = CLAIMS if claims_file is None else load_claims(claims_file)
@@ -427,7 +449,8 @@ def write_verdict(
     outputs = [(out_md, render_markdown)] + ([(out_html, render_html)] if out_html else [])
     for path, render in outputs:
         with atomic_path(path) as tmp:
-            tmp.write_text(render(table, settings, datasets, seeds, runs, claims_file, claims), encoding="utf-8")
+            text = render(table, settings, datasets, seeds, runs, claims_file, claims, warnings=warnings)
+            tmp.write_text(text, encoding="utf-8")
     return table
 
 
@@ -467,16 +490,19 @@ def verdict_stage(
     bootstrap_paths=(),
     claims_paths=(),
     claims_dir=None,
+    logs_dir=None,
 ) -> pd.DataFrame:
     """Read every run's tables, evaluate ``CLAIMS`` and the general claims on every run (any dataset ×
     network: "Does it hold beyond the paper?"), write the Markdown, CSV (and HTML) verdicts; with
     ``claims_paths`` (the config's ``claims:``) also each file's verdict in ``claims_dir``
     (:func:`write_claims_verdicts`). ``settings["setups"]`` (the config's ``setups:``), when given, names the
-    runs of named setups as the registry titles them (``CIFAR-10 (ResNet-20)``)."""
+    runs of named setups as the registry titles them (``CIFAR-10 (ResNet-20)``). ``logs_dir`` (``results/logs``):
+    the section "Warnings", the digest of the jobs' warnings of these runs (:mod:`trustcal.reporting.digest`)."""
     for path in claims_paths:  # a bad claims file fails before any verdict is written
         load_claims(path)
     runs = load_runs(trust_paths, history_paths, bootstrap_paths)
-    table = write_verdict(runs, settings, out_md, out_csv, out_html, general=True)
+    warnings = digest_lines(logs_dir, {ds: list(seeds) for ds, seeds in runs.items()}) if logs_dir else ()
+    table = write_verdict(runs, settings, out_md, out_csv, out_html, general=True, warnings=warnings)
     if claims_paths:
         write_claims_verdicts(
             runs, settings, claims_paths, claims_dir if claims_dir is not None else Path(out_md).parent
