@@ -123,7 +123,7 @@ def test_refusals(images):
         corrupt("contrast", np.zeros((2, 1, 28, 28), np.uint8), 1)
     with pytest.raises(ValueError, match="layout must be"):
         corrupt("contrast", images, 1, layout="CHW")
-    with pytest.raises(ValueError, match="chunk must be at least 1"):
+    with pytest.raises(ValueError, match="chunk must be a positive integer"):
         corrupt("contrast", images, 1, chunk=0)
     np.testing.assert_array_equal(corrupt("contrast", images, np.int64(2)), corrupt("contrast", images, 2))
 

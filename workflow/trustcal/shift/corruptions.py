@@ -435,23 +435,7 @@ def corrupt(
     (or ``RandomState``), required for the corruptions that draw random numbers (``CORRUPTIONS[name].random``)
     and ignored by the others. The images are corrupted ``chunk`` at a time, which bounds the memory and
     does not change the result."""
-    from trustcal.registry import did_you_mean
-
-    if name not in CORRUPTIONS:
-        raise ValueError(
-            f"unknown corruption {name!r}{did_you_mean(name, CORRUPTIONS)}; known: {', '.join(CORRUPTIONS)}"
-        )
-    corruption = CORRUPTIONS[name]
-    reason = _missing(corruption)
-    if reason is not None:
-        raise ValueError(f"corruption {name!r} cannot be computed here: {reason}")
-    if isinstance(severity, bool) or not isinstance(severity, int | np.integer) or severity not in SEVERITIES:
-        raise ValueError(f"severity must be an integer from 1 to 5, not {severity!r}")
-    if corruption.random and not isinstance(rng, np.random.Generator | np.random.RandomState):
-        raise ValueError(
-            f"corruption {name!r} draws random numbers: pass rng, a seeded numpy.random.Generator, "
-            f"not {type(rng).__name__}"
-        )
+    corruption = checked(CORRUPTIONS, "", name, severity, SEVERITIES, "an integer from 1 to 5", rng)
     images = np.asarray(images)
     expected = {"NCHW": (3, SIZE, SIZE), "NHWC": (SIZE, SIZE, 3)}
     if layout not in expected:
@@ -461,11 +445,41 @@ def corrupt(
             f"images must be uint8 of shape (N, {', '.join(map(str, expected[layout]))}) ({layout}, CIFAR-10-C's "
             f"32 × 32 RGB), not {images.dtype} of shape {images.shape}"
         )
-    if chunk < 1:
-        raise ValueError(f"chunk must be at least 1, not {chunk}")
-    nhwc = images.transpose(0, 2, 3, 1) if layout == "NCHW" else images
-    out = np.empty(nhwc.shape, dtype=np.uint8)
-    for start in range(0, len(nhwc), chunk):
-        part = np.ascontiguousarray(nhwc[start : start + chunk])
-        out[start : start + chunk] = corruption.function(part, int(severity), rng)
+    out = in_chunks(corruption, images.transpose(0, 2, 3, 1) if layout == "NCHW" else images, severity, rng, chunk)
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2)) if layout == "NCHW" else out
+
+
+def checked(registry: dict, family: str, name: str, severity, severities, allowed: str, rng) -> Corruption:
+    """``registry[name]`` (``family``: "" for CIFAR-10-C, "MNIST-C "), or a ValueError in one line: an unknown
+    name (with "did you mean"), one this machine cannot compute, a severity not in ``severities`` (``allowed``
+    says which), a random corruption without a generator."""
+    from trustcal.registry import did_you_mean
+
+    if name not in registry:
+        raise ValueError(
+            f"unknown {family}corruption {name!r}{did_you_mean(name, registry)}; known: {', '.join(registry)}"
+        )
+    corruption = registry[name]
+    reason = _missing(corruption)
+    if reason is not None:
+        raise ValueError(f"{family}corruption {name!r} cannot be computed here: {reason}")
+    if isinstance(severity, bool) or not isinstance(severity, int | np.integer) or severity not in severities:
+        raise ValueError(f"severity must be {allowed}, not {severity!r}")
+    if corruption.random and not isinstance(rng, np.random.Generator | np.random.RandomState):
+        raise ValueError(
+            f"{family}corruption {name!r} draws random numbers: pass rng, a seeded numpy.random.Generator, "
+            f"not {type(rng).__name__}"
+        )
+    return corruption
+
+
+def in_chunks(corruption: Corruption, stack: np.ndarray, severity: int, rng, chunk) -> np.ndarray:
+    """``corruption`` of ``stack`` (its function's layout), ``chunk`` images at a time (the draws stay in
+    order, so the result does not depend on ``chunk``)."""
+    if isinstance(chunk, bool) or not isinstance(chunk, int | np.integer) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, not {chunk!r}")
+    out = np.empty(stack.shape, dtype=np.uint8)
+    for start in range(0, len(stack), chunk):
+        part = np.ascontiguousarray(stack[start : start + chunk])
+        out[start : start + chunk] = corruption.function(part, int(severity), rng)
+    return out

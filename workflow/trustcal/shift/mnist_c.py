@@ -57,7 +57,7 @@ import math
 import numpy as np
 
 from trustcal.shift import _ports
-from trustcal.shift.corruptions import Corruption, _missing
+from trustcal.shift.corruptions import Corruption, _missing, checked, in_chunks
 
 Rng = np.random.Generator | np.random.RandomState
 SEVERITIES = (1,)
@@ -502,23 +502,15 @@ def corrupt_mnist(
     a seeded ``numpy.random.Generator`` (or ``RandomState``), required for the corruptions that draw
     random numbers (``MNIST_C[name].random``) and ignored by the others. The images are corrupted
     ``chunk`` at a time, which bounds the memory and does not change the result."""
-    from trustcal.registry import did_you_mean
-
-    if name not in MNIST_C:
-        raise ValueError(
-            f"unknown MNIST-C corruption {name!r}{did_you_mean(name, MNIST_C)}; known: {', '.join(MNIST_C)}"
-        )
-    corruption = MNIST_C[name]
-    reason = _missing(corruption)
-    if reason is not None:
-        raise ValueError(f"MNIST-C corruption {name!r} cannot be computed here: {reason}")
-    if isinstance(severity, bool) or not isinstance(severity, int | np.integer) or severity not in SEVERITIES:
-        raise ValueError(f"severity must be 1, not {severity!r}: MNIST-C applies each corruption at one fixed strength")
-    if corruption.random and not isinstance(rng, np.random.Generator | np.random.RandomState):
-        raise ValueError(
-            f"MNIST-C corruption {name!r} draws random numbers: pass rng, a seeded numpy.random.Generator, "
-            f"not {type(rng).__name__}"
-        )
+    corruption = checked(
+        MNIST_C,
+        "MNIST-C ",
+        name,
+        severity,
+        SEVERITIES,
+        "1 (MNIST-C applies each corruption at one fixed strength)",
+        rng,
+    )
     images = np.asarray(images)
     shape = images.shape
     if images.dtype != np.uint8 or shape[1:] not in ((1, SIZE, SIZE), (SIZE, SIZE)):
@@ -526,11 +518,4 @@ def corrupt_mnist(
             f"images must be uint8 of shape (N, 1, 28, 28) or (N, 28, 28) (MNIST's 28 × 28 grey images), "
             f"not {images.dtype} of shape {shape}"
         )
-    if isinstance(chunk, bool) or not isinstance(chunk, int | np.integer) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, not {chunk!r}")
-    flat = images.reshape(shape[0], SIZE, SIZE)
-    out = flat.copy()  # an empty stack stays empty
-    for start in range(0, len(flat), chunk):
-        part = np.ascontiguousarray(flat[start : start + chunk])
-        out[start : start + chunk] = corruption.function(part, int(severity), rng)
-    return out.reshape(shape)
+    return in_chunks(corruption, images.reshape(shape[0], SIZE, SIZE), severity, rng, chunk).reshape(shape)
