@@ -55,11 +55,25 @@ def test_shift_tables_end_to_end(tmp_path):
     assert ood["auroc"].between(0, 1).all() and ood["fpr95"].between(0, 1).all()
     assert (ood["n_in"] == 80).all() and (ood["n_out"] == 80).all()
 
-    # a corruption added later: its own jobs and the run's table, nothing else
+    # the run's shift figures (rule shift_figures): a PNG and a PDF of each, drawn (not a notice: both tables have rows)
+    from trustcal.reporting.figures.shift_registry import SHIFT_FIGURES
+
+    for name in SHIFT_FIGURES:
+        for ext in ("png", "pdf"):
+            assert (work / "results" / "figures" / "mnist" / f"{name}.{ext}").stat().st_size > 10_000, (name, ext)
+
+    # a corruption added later: its own jobs, the run's table and its figures, nothing else
     (work / "shift.yaml").write_text(
         yaml.safe_dump({"shift": {**SHIFT, "corruptions": [*SHIFT["corruptions"], "stripe"]}})
     )
     plan = planned_jobs(work, "--configfile", "tiny.yaml", "shift.yaml")
-    assert plan == {"all": 1, "shift_images": 1, "shift_logits": 1, "shift_scores": 1, "shift_table": 1}, plan
+    assert plan == {
+        "all": 1,
+        "shift_images": 1,
+        "shift_logits": 1,
+        "shift_scores": 1,
+        "shift_table": 1,
+        "shift_figures": 1,
+    }, plan
     # shift: left at its defaults: nothing to do, the shift files are simply no target
     assert planned_jobs(work, "--configfile", "tiny.yaml") == {}

@@ -3,7 +3,8 @@
 # shift.epochs with every calibrator's state of that epoch applied unchanged. One job per set at
 # every step, so that adding a corruption runs its own jobs (and the run's table) only:
 # shift_images (per dataset and set) → shift_logits → shift_scores (per run, seed and set) →
-# shift_table / shift_ood_table (per run); shift_clean: the clean rows the sets are compared with.
+# shift_table / shift_ood_table (per run) → shift_figures (per run: the figures of SHIFT_FIGURES,
+# trustcal/reporting/figures/shift_registry.py); shift_clean: the clean rows the sets are compared with.
 
 
 include: "shift_helpers.smk"
@@ -159,3 +160,26 @@ rule shift_ood_table:
         code=package_code("shift_table.py"),
     script:
         "../scripts/shift_table.py"
+
+
+rule shift_figures:
+    input:
+        unpack(shift_figure_inputs),
+    output:
+        **shift_figure_outputs(),
+    log:
+        "results/logs/shift_figures/{dataset}.log",
+    benchmark:
+        "results/benchmarks/shift_figures/{dataset}.tsv"
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=scaled(1000),  # not yet recorded: four figures, as the figures rule draws
+        runtime=scaled(10),
+    params:
+        title=lambda w: SETUPS[w.dataset].title,
+        code=package_code("shift_figures.py"),
+    script:
+        "../scripts/shift_figures.py"

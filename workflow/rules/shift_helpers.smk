@@ -2,6 +2,7 @@
 # (trustcal.shift.sets.shift_sets), each set's parameters, the inputs of the tables and the
 # targets. A file without rules: `snakemake --lint` (which the workflow catalog runs) flags a
 # file that mixes functions and rules.
+from trustcal.reporting.figures.shift_registry import SHIFT_FIGURES
 from trustcal.shift.sets import shift_sets
 
 SHIFT = config["shift"]
@@ -82,12 +83,58 @@ def shift_clean_files(wildcards):
 
 
 def shift_targets():
-    """Each run's shift.csv (when it has corrupted sets) and shift_ood.csv (when it has out-of-distribution
-    sets): targets of the workflow; none when shift: is left at its defaults."""
+    """Each run's shift.csv (when it has corrupted sets), shift_ood.csv (when it has out-of-distribution
+    sets) and its shift figures: targets of the workflow; none when shift: is left at its defaults.
+    """
     out = []
     for run, sets in SHIFT_SETS.items():
         if any(not s.ood for s in sets):
             out += expand(rules.shift_table.output.table, dataset=run)
         if any(s.ood for s in sets):
             out += expand(rules.shift_ood_table.output.table, dataset=run)
+        if sets:
+            out += expand(list(rules.shift_figures.output), dataset=run)
     return out
+
+
+# --- the figures of a run under shift (rule shift_figures; trustcal.reporting.figures.shift_registry)
+# the tables some run writes: a figure is declared when any run has its table (a run without it gets a
+# notice figure in its place, workflow/scripts/shift_figures.py); all of them when shift: asks for nothing
+SHIFT_RUN_TABLES = {
+    "shift": [run for run, sets in SHIFT_SETS.items() if any(not s.ood for s in sets)],
+    "shift_ood": [run for run, sets in SHIFT_SETS.items() if any(s.ood for s in sets)],
+}
+SHIFT_FIGURE_NAMES = [
+    f.name for f in SHIFT_FIGURES.values() if all(SHIFT_RUN_TABLES[t] for t in f.tables)
+] or list(SHIFT_FIGURES)
+
+
+def shift_figure_inputs(wildcards):
+    """Table name → the run's file, for each table of SHIFT_RUN_TABLES the run writes (unpack)."""
+    files = {
+        "shift": rules.shift_table.output.table,
+        "shift_ood": rules.shift_ood_table.output.table,
+    }
+    return {
+        t: expand(files[t], dataset=wildcards.dataset)
+        for t, runs in SHIFT_RUN_TABLES.items()
+        if wildcards.dataset in runs
+    }
+
+
+def shift_figure_outputs():
+    """Figure name → [png, pdf] of each figure of SHIFT_FIGURE_NAMES; the PNG goes into the report under
+    dataset › "6 Dataset shift", with its caption (workflow/report/<figure>.rst)."""
+    outputs = {}
+    for name in SHIFT_FIGURE_NAMES:
+        f = SHIFT_FIGURES[name]
+        prefix = f"results/figures/{{dataset}}/{f.name}"
+        png = report(
+            f"{prefix}.png",
+            caption=f"../report/{f.caption}",  # relative to workflow/rules/
+            category=lambda w: SETUPS[w.dataset].title,
+            subcategory=f.section,
+            labels={"figure": f.name.replace("_", " "), "dataset": "{dataset}"},
+        )
+        outputs[f.name] = [png, f"{prefix}.pdf"]
+    return outputs

@@ -18,7 +18,7 @@ from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
 from trustcal.registry import CIFAR10_CLASSES
 from trustcal.reporting import figures
-from trustcal.reporting.figures import registry
+from trustcal.reporting.figures import registry, shift_registry
 from trustcal.reporting.figures.style import MANY_LABELS
 from trustcal.reporting.tables import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 
@@ -121,8 +121,9 @@ def test_every_figure_is_declared_once_with_a_rule_a_report_section_and_a_captio
         assert (report / spec.caption).is_file(), spec.caption
         assert set(spec.params) <= set(config), spec.params
         assert spec.summary and "|" not in spec.summary
-    # every caption file belongs to a figure (or to the verdict / the report's front page)
-    captions = {spec.caption for spec in figures.FIGURES.values()}
+    # every caption file belongs to a figure (or to the verdict / the report's front page); the shift figures'
+    # (shift_registry.SHIFT_FIGURES) are tested in test_shift_figures.py
+    captions = {spec.caption for spec in (*figures.FIGURES.values(), *shift_registry.SHIFT_FIGURES.values())}
     assert {p.name for p in report.glob("*.rst")} == captions | {"verdict.rst", "workflow.rst"}
     # each report section is introduced on the report's front page
     front = (report / "workflow.rst").read_text()

@@ -16,7 +16,9 @@ is drawn as one: a column per calibration state, no epoch, no seed count.
 - :mod:`.distributions`: reliability, trust spectrum, trust density, cluster
   sweep and opinion triangle;
 - :mod:`.calibrators`: every calibrator against the raw model (trust, calibration
-  error with bootstrap bands, reliability at the best-validation epoch).
+  error with bootstrap bands, reliability at the best-validation epoch);
+- :mod:`.shift`: calibration and trust under dataset shift, from a run's ``shift.csv`` and ``shift_ood.csv``
+  (``registry.SHIFT_FIGURES``).
 
 Every public name of these modules is also an attribute of this package
 (``figures.FIGURES``, ``figures.draw``, ``figures.STATE_COLOURS``, …). They are
@@ -26,7 +28,7 @@ workflow) imports no matplotlib.
 
 from importlib import import_module
 
-_MODULES = ("registry", "style", "epochs", "distributions", "calibrators", "refinement")
+_MODULES = ("registry", "style", "epochs", "distributions", "calibrators", "refinement", "shift")
 
 
 def __getattr__(name: str):

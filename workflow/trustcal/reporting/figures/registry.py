@@ -73,7 +73,8 @@ JOBS = {
 # Report sections under each dataset (Snakemake report subcategories), in reading order.
 PAPER, PER_EPOCH, CHOSEN, VARIANTS = "1 Paper figures", "2 Metrics per epoch", "3 Chosen epochs", "4 Trust variants"
 CALIBRATOR_SECTION = "5 Calibrators"
-SECTIONS = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATOR_SECTION)
+SHIFT_SECTION = "6 Dataset shift"  # the figures of shift_registry.SHIFT_FIGURES, when `shift:` is configured
+SECTIONS = (PAPER, PER_EPOCH, CHOSEN, VARIANTS, CALIBRATOR_SECTION, SHIFT_SECTION)
 
 # draw(tables, title, paths, options) → the figure; tables maps a name of TABLES to its frame (with a
 # ``seed`` column), options holds ``classes`` (the label names) and the config values of ``FigureSpec.params``.
