@@ -14,6 +14,7 @@ rule shift_images:
     input:
         splits="results/data/{dataset}/splits.npz",
         other=shift_other_splits,
+        official=shift_official_files,
     output:
         images="results/data/{dataset}/shift/{shiftset}.npz",
     log:

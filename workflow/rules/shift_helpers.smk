@@ -3,7 +3,7 @@
 # targets. A file without rules: `snakemake --lint` (which the workflow catalog runs) flags a
 # file that mixes functions and rules.
 from trustcal.reporting.figures.shift_registry import SHIFT_FIGURES
-from trustcal.shift.sets import shift_sets
+from trustcal.shift.sets import official_files, shift_sets
 
 SHIFT = config["shift"]
 # run → its shifted sets (corruptions of its image shape, then the out-of-distribution sets)
@@ -13,7 +13,9 @@ SHIFT_SETS = {
 }
 # data name (results/data/{data}/) → set name → set: the images of a set are made once per dataset
 SHIFT_DATA_SETS = {}
+DATA_SHAPES = {}  # data name → its images' shape (C, H, W)
 for _run, _sets in SHIFT_SETS.items():
+    DATA_SHAPES[SETUPS[_run].dataset.name] = SETUPS[_run].dataset.shape
     for _set in _sets:
         SHIFT_DATA_SETS.setdefault(SETUPS[_run].dataset.name, {})[_set.name] = _set
 # the {shiftset} wildcard: the names of every set, or a pattern that matches none
@@ -43,7 +45,21 @@ def shift_set_params(wildcards):
         severities=list(s.severities),
         seed=SHIFT["seed"],
         samples=SHIFT["samples"],
+        official=SHIFT["official"] if s.kind == "corruption" else None,
     )
+
+
+def shift_official_files(wildcards):
+    """The published files a corruption set is read from when shift.official names their folder."""
+    s = shift_set(wildcards)
+    if s.kind != "corruption" or not SHIFT["official"]:
+        return []
+    return [
+        str(p)
+        for p in official_files(
+            SHIFT["official"], s.source, DATA_SHAPES[wildcards.dataset]
+        )
+    ]
 
 
 def shift_other_splits(wildcards):

@@ -432,8 +432,9 @@ def _claims_problems(config: dict, config_name: str, sources: ConfigSources | No
 def _shift_problems(config: dict, config_name: str, sources: ConfigSources | None = None) -> list[str]:
     """A name of ``shift.corruptions`` that is no corruption of a run's image shape (or cannot be computed
     here), of ``shift.ood`` that is no noise and no registered dataset, an epoch of ``shift.epochs`` past the
-    last, and an ``ood`` dataset that per-dataset ``verify_checksums`` has no entry for (trustcal.shift.sets)."""
-    from trustcal.shift.sets import corruption_problem, epochs_problem, ood_datasets, ood_problem
+    last, a published file ``shift.official`` lacks, and an ``ood`` dataset that per-dataset ``verify_checksums``
+    has no entry for (trustcal.shift.sets)."""
+    from trustcal.shift.sets import corruption_problem, epochs_problem, official_problem, ood_datasets, ood_problem
 
     shift = config.get("shift") or {}
     problems: list[str] = []
@@ -450,6 +451,8 @@ def _shift_problems(config: dict, config_name: str, sources: ConfigSources | Non
     for entry in shift.get("ood", []):
         add("ood", ood_problem(entry, own))
     add("epochs", epochs_problem(shift.get("epochs", []), config["epochs"]))
+    if shift.get("official") and not any(problems):
+        add("official", official_problem(shift, setups))
     checks = config.get("verify_checksums")
     missing = [n for n in ood_datasets(shift) if isinstance(checks, dict) and n not in checks]
     if missing:

@@ -36,12 +36,14 @@ def shift_images_stage(splits, out, spec: dict, other_splits=None) -> None:
     from trustcal.shift.sets import ShiftSet, make_set
 
     spec = dict(spec)
-    seed, samples = int(spec.pop("seed", 0)), spec.pop("samples", None)
+    seed, samples, official = int(spec.pop("seed", 0)), spec.pop("samples", None), spec.pop("official", None)
     shift_set = ShiftSet(**{**spec, "severities": tuple(spec.get("severities", (1,)))})
     data = load_prepared(splits)
     other = load_prepared(other_splits)["x_test"] if other_splits else None
     try:
-        arrays = make_set(shift_set, data["x_test"], data["y_test"], seed=seed, samples=samples, other_test=other)
+        arrays = make_set(
+            shift_set, data["x_test"], data["y_test"], seed=seed, samples=samples, other_test=other, official=official
+        )
     except ValueError as exc:  # a corruption this machine cannot compute, images of another shape
         raise TrustcalError(f"{out}: shift set {shift_set.name}: {exc} (config key shift)") from None
     write_npz(out, **arrays)

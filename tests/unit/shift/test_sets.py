@@ -120,5 +120,57 @@ def test_the_default_is_off():
         "ood": [],
         "epochs": ["best", "last"],
         "samples": None,
+        "official": None,
         "seed": 0,
     }
+
+
+def _official_cifar(folder, images, labels, *, corruption="fog", levels=5):
+    """Files in CIFAR-10-C's published layout: <corruption>.npy (levels × N, 32, 32, 3) and labels.npy."""
+    stack = np.concatenate([np.roll(images, s, axis=-1) for s in range(levels)])  # a different image per level
+    np.save(folder / f"{corruption}.npy", stack.transpose(0, 2, 3, 1))
+    np.save(folder / "labels.npy", np.tile(labels, levels))
+    return stack.reshape(levels, len(images), *images.shape[1:])
+
+
+def test_official_files_are_read_instead_of_computed_and_checked(tmp_path):
+    """CIFAR-10-C's and MNIST-C's published layouts: the severities asked for, the samples drawn, the labels
+    those of the clean split; a file of another shape, other labels, or a pickle is one line naming it."""
+    rng = np.random.default_rng(0)
+    images, labels = rng.integers(0, 256, (40, 3, 32, 32), dtype=np.uint8), rng.integers(0, 10, 40)
+    expected = _official_cifar(tmp_path, images, labels)
+    spec = ShiftSet("fog", "corruption", "fog", (2, 5))
+    arrays = make_set(spec, images, labels, samples=10, seed=3, official=tmp_path)
+    chosen = arrays["test_indices"]
+    np.testing.assert_array_equal(arrays["images"], expected[[1, 4]][:, chosen])
+    np.testing.assert_array_equal(arrays["labels"], labels[chosen])
+    with pytest.raises(ValueError, match=r"labels.npy: its labels are not the clean test split's .*\(\d+ differ\)"):
+        make_set(spec, images, (labels + 1) % 10, official=tmp_path)
+    with pytest.raises(
+        ValueError,
+        match=r"fog.npy: uint8 of shape \(200, 32, 32, 3\), where CIFAR-10-C gives uint8 of shape \(100, 32, 32, 3\)",
+    ):
+        make_set(spec, images[:20], labels[:20], official=tmp_path)
+    np.save(tmp_path / "fog.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="fog.npy: not a NumPy array file"):
+        make_set(spec, images, labels, official=tmp_path)
+    with pytest.raises(ValueError, match="snow.npy: not found; stage CIFAR-10-C's published files there"):
+        make_set(ShiftSet("snow", "corruption", "snow", (1,)), images, labels, official=tmp_path)
+    digits, digit_labels = rng.integers(0, 256, (30, 1, 28, 28), dtype=np.uint8), rng.integers(0, 10, 30)
+    (tmp_path / "stripe").mkdir()
+    np.save(tmp_path / "stripe" / "test_images.npy", 255 - digits.transpose(0, 2, 3, 1))
+    np.save(tmp_path / "stripe" / "test_labels.npy", digit_labels)
+    arrays = make_set(ShiftSet("stripe", "corruption", "stripe", (1,)), digits, digit_labels, official=tmp_path)
+    np.testing.assert_array_equal(arrays["images"][0], 255 - digits)
+
+
+def test_a_published_file_missing_is_one_line_before_any_job(tmp_path):
+    config = {"datasets": ["mnist"], "shift": {"corruptions": ["fog"], "official": str(tmp_path)}}
+    with pytest.raises(
+        ConfigError, match=r"shift\.official: .*fog/test_images\.npy not found \(corruption fog of run mnist\)"
+    ):
+        validate_config(config)
+    (tmp_path / "fog").mkdir()
+    for name in ("test_images.npy", "test_labels.npy"):
+        np.save(tmp_path / "fog" / name, np.zeros(1, np.uint8))
+    assert validate_config(config)["shift"]["official"] == str(tmp_path)  # the contents are checked by the job

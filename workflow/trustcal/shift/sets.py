@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -233,6 +234,67 @@ def _corrupted(spec: ShiftSet, images: np.ndarray, seed: int) -> np.ndarray:
     return np.stack(out)
 
 
+def official_files(official: str | Path, source: str, shape) -> tuple[Path, Path]:
+    """The published files of corruption ``source`` in folder ``official``: CIFAR-10-C's
+    ``<source>.npy`` and ``labels.npy``, or MNIST-C's ``<source>/test_images.npy`` and ``test_labels.npy``."""
+    folder = Path(official)
+    if tuple(shape) == CIFAR_SHAPE:
+        return folder / f"{source}.npy", folder / "labels.npy"
+    return folder / source / "test_images.npy", folder / source / "test_labels.npy"
+
+
+def official_problem(shift: Mapping, setups: Mapping) -> str | None:
+    """The first published file ``shift.official`` lacks for a corruption set of the runs of ``setups``
+    (run → its Setup), as one line with the fix; None when every one is there."""
+    for run, setup in setups.items():
+        for spec in shift_sets(shift, setup.dataset.shape, setup.dataset.name):
+            if spec.kind != "corruption":
+                continue
+            for path in official_files(shift["official"], spec.source, setup.dataset.shape):
+                if not path.is_file():
+                    family = FAMILIES[tuple(setup.dataset.shape)]
+                    return (
+                        f"{path} not found (corruption {spec.source} of run {run}); stage {family}'s published "
+                        "files there, or unset shift.official to compute the corruptions"
+                    )
+    return None
+
+
+def read_official(spec: ShiftSet, official: str | Path, test_labels: np.ndarray, shape) -> np.ndarray:
+    """(S, N, C, H, W) uint8: the published images of ``spec``'s corruption at its severities, for the whole
+    test split, checked against it (shape, dtype, and labels equal to ``test_labels`` in the same order);
+    a ValueError naming the file, what is wrong and the fix otherwise. Read as data (no pickle)."""
+    images_path, labels_path = official_files(official, spec.source, shape)
+    n, (c, h, w) = len(test_labels), shape
+    family = FAMILIES[tuple(shape)]
+    arrays = []
+    for path in (images_path, labels_path):
+        if not path.is_file():
+            raise ValueError(f"{path}: not found; stage {family}'s published files there, or unset shift.official")
+        try:
+            arrays.append(np.load(path, allow_pickle=False))
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"{path}: not a NumPy array file ({exc}); stage {family}'s published file again") from None
+    images, labels = arrays
+    levels = 5 if family == "CIFAR-10-C" else 1
+    if images.dtype != np.uint8 or images.shape != (levels * n, h, w, c):
+        raise ValueError(
+            f"{images_path}: {images.dtype} of shape {images.shape}, where {family} gives uint8 of shape "
+            f"{(levels * n, h, w, c)} for this test split of {n} images; stage the file of this dataset's test split"
+        )
+    if labels.shape != (levels * n,) or not np.array_equal(
+        labels.reshape(levels, n), np.broadcast_to(test_labels, (levels, n))
+    ):
+        bad = labels.shape != (levels * n,) or int((labels.reshape(levels, n) != test_labels).sum())
+        raise ValueError(
+            f"{labels_path}: its labels are not the clean test split's in the same order "
+            f"({'shape ' + str(labels.shape) if labels.shape != (levels * n,) else str(bad) + ' differ'}); "
+            "stage the files of this dataset's test split"
+        )
+    stacked = images.reshape(levels, n, h, w, c).transpose(0, 1, 4, 2, 3)
+    return stacked[[s - 1 for s in spec.severities]] if levels == 5 else stacked
+
+
 def make_set(
     spec: ShiftSet,
     test_images: np.ndarray,
@@ -241,17 +303,22 @@ def make_set(
     seed: int = 0,
     samples: int | None = None,
     other_test: np.ndarray | None = None,
+    official: str | Path | None = None,
 ) -> dict[str, np.ndarray]:
     """The arrays of one set's file: ``images`` (S, N, C, H, W) uint8, one stack per severity of
     ``severities``; ``labels`` (N); ``test_indices``: the run's test images it is compared with (those it
     corrupts, or the in-distribution side of an out-of-distribution set); ``source_indices``: the images of
     ``other_test`` (another dataset's test split, for a ``dataset`` set) it took; ``sha256``: the digest of
-    the images and labels (:func:`images_digest`)."""
+    the images and labels (:func:`images_digest`). ``official``: a folder of the published files, read
+    instead of computing a corruption (:func:`read_official`)."""
     test_images = np.asarray(test_images)
     shape = test_images.shape[1:]
     chosen = subset_indices(len(test_images), samples, seed)
     source = np.arange(0)
-    if spec.kind == "corruption":
+    if spec.kind == "corruption" and official is not None:
+        images = read_official(spec, official, np.asarray(test_labels), shape)[:, chosen]
+        labels = np.asarray(test_labels)[chosen]
+    elif spec.kind == "corruption":
         images, labels = _corrupted(spec, test_images[chosen], seed), np.asarray(test_labels)[chosen]
     elif spec.kind == "noise":
         rng = np.random.default_rng(set_seed(seed, spec.name))
