@@ -65,7 +65,13 @@ def test_imported_as_a_module_runs_to_the_verdict(importing):
     assert proc.returncode == 0, out
     assert "localrules directive specifies rules that are not present" not in out
     local = re.search(r"^local rules: (.*)$", out, flags=re.M).group(1).split()
-    assert local == ["trustcal_download", "trustcal_figures", "trustcal_metric_figures", "trustcal_verdict"], out
+    assert local == [
+        "trustcal_download",
+        "trustcal_figures",
+        "trustcal_metric_figures",
+        "trustcal_shift_figures",
+        "trustcal_verdict",
+    ], out
     assert (importing / "results" / "reproduction.md").is_file()
     ran = set(re.findall(r"^(?:local)?rule (\w+):", out, flags=re.M))
     assert {
