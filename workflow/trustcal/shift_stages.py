@@ -152,7 +152,7 @@ def shift_scores_stage(set_logits, logit_paths, calibrators, out, settings, keys
         counts = resample_counts(len(d["labels"]), settings.bootstrap)
     by_epoch: dict[int, list[dict]] = {}
     for i, epoch in enumerate(int(e) for e in d["epochs"]):
-        clean = load_logits(files[epoch])
+        clean = load_logits(files[epoch]) if kind != "corruption" else None  # the in-distribution side of OOD
         rows = by_epoch.setdefault(epoch, [])
         for name, state in _states_of(epoch, fitted).items():
             if kind == "corruption":
