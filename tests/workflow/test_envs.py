@@ -34,6 +34,7 @@ ANALYSIS_RULES = {
     "shift_clean",
     "shift_table",
     "shift_ood_table",
+    "shift_figures",
 }
 TORCH = {"torch", "torchvision", "pytorch"}
 # import name → distribution name, for the packages of pyproject.toml's core, train and workflow lists
