@@ -20,7 +20,7 @@ report: $(VENV)/.installed  ## report.html, the HTML report of the finished run 
 	$(BIN)/snakemake --report report.html $(RUN_CONFIG)
 
 test: $(VENV)/.installed-test  ## the test suite
-	$(BIN)/python -m pytest -n auto --dist loadfile
+	$(BIN)/python -m pytest -n auto --dist loadfile --durations=40
 
 test-unit: $(VENV)/.installed-test  ## the unit tier: tests/unit/ without the slow tests, on every core (docs/testing.md)
 	$(BIN)/python -m pytest tests/unit -m "not slow" -n auto
