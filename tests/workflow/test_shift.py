@@ -8,7 +8,7 @@ import pytest
 import yaml
 from helpers.workflow import make_workdir, planned_jobs, snakemake
 
-from trustcal.reporting.shift import OOD_COLUMNS, SIGNALS, shift_columns
+from trustcal.reporting.shift import CURVE_COLUMNS, OOD_COLUMNS, SIGNALS, shift_columns
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +54,18 @@ def test_shift_tables_end_to_end(tmp_path):
     assert len(ood) == 2 * 2 * len(SIGNALS) and set(ood["set"]) == {"ood-noise_uniform"}
     assert ood["auroc"].between(0, 1).all() and ood["fpr95"].between(0, 1).all()
     assert (ood["n_in"] == 80).all() and (ood["n_out"] == 80).all()
+    assert (ood["auroc_lo"] <= ood["auroc"] + 1e-12).all() and (ood["auroc"] <= ood["auroc_hi"] + 1e-12).all()
+    assert (ood.loc[ood["signal"] == "max_probability", "auroc_vs_max_probability"] == 0).all()
+    # the paired differences: temperature scaling against the raw model on the same rows and resamples
+    both = table.set_index(["set", "epoch_label", "calibrator"])
+    for key in both.xs("temperature", level="calibrator").index:
+        want = both.loc[(*key, "temperature"), "nll"] - both.loc[(*key, "none"), "nll"]
+        assert both.loc[(*key, "temperature"), "nll_vs_raw"] == pytest.approx(want, abs=1e-12)
+    curves = pd.read_csv(run / "shift_ood_curves.csv")
+    assert list(curves.columns) == list(CURVE_COLUMNS)
+    assert set(curves["calibrator"]) == {"none", "temperature"} and set(curves["curve"]) == {"in", "out", "roc"}
+    sums = curves[curves["curve"] != "roc"].groupby(["epoch_label", "calibrator", "signal", "curve"])["y"].sum()
+    assert sums.to_numpy() == pytest.approx(1.0)  # each histogram holds every image of its side
 
     # the run's shift figures (rule shift_figures): a PNG and a PDF of each, drawn (not a notice: both tables have rows)
     from trustcal.reporting.figures.shift_registry import SHIFT_FIGURES

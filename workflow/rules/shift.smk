@@ -73,6 +73,7 @@ rule shift_scores:
         calibrators=calibrator_files("states"),
     output:
         scores="results/{dataset}/seed{seed}/shift/{shiftset}/scores.csv",
+        curves="results/{dataset}/seed{seed}/shift/{shiftset}/curves.csv",
     log:
         "results/logs/shift_scores/{dataset}/seed{seed}/{shiftset}.log",
     benchmark:
@@ -145,8 +146,10 @@ rule shift_table:
 rule shift_ood_table:
     input:
         tables=shift_set_files(rules.shift_scores.output.scores, ood=True),
+        curves=shift_set_files(rules.shift_scores.output.curves, ood=True),
     output:
         table="results/{dataset}/shift_ood.csv",
+        curves="results/{dataset}/shift_ood_curves.csv",
     log:
         "results/logs/shift_ood_table/{dataset}.log",
     benchmark:

@@ -120,6 +120,7 @@ SHIFT_RUN_TABLES = {
     "shift": [run for run, sets in SHIFT_SETS.items() if any(not s.ood for s in sets)],
     "shift_ood": [run for run, sets in SHIFT_SETS.items() if any(s.ood for s in sets)],
 }
+SHIFT_RUN_TABLES["shift_ood_curves"] = SHIFT_RUN_TABLES["shift_ood"]
 SHIFT_FIGURE_NAMES = [
     f.name for f in SHIFT_FIGURES.values() if all(SHIFT_RUN_TABLES[t] for t in f.tables)
 ] or list(SHIFT_FIGURES)
@@ -130,6 +131,7 @@ def shift_figure_inputs(wildcards):
     files = {
         "shift": rules.shift_table.output.table,
         "shift_ood": rules.shift_ood_table.output.table,
+        "shift_ood_curves": rules.shift_ood_table.output.curves,
     }
     return {
         t: expand(files[t], dataset=wildcards.dataset)

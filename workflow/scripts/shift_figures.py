@@ -6,6 +6,7 @@ MISSING = {
     "shift": "No corrupted set was evaluated for this run (shift.corruptions names none of its image shape).",
     "shift_ood": "No out-of-distribution set was evaluated for this run (shift.ood names only its own dataset).",
 }
+MISSING["shift_ood_curves"] = MISSING["shift_ood"]
 
 
 def main(sm):

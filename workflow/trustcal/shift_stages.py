@@ -21,7 +21,7 @@ from trustcal.calibration.table import load_states
 from trustcal.errors import TrustcalError
 from trustcal.files import read_result_csv, read_result_npz, write_csv, write_npz
 from trustcal.numerics import one_blas_thread
-from trustcal.reporting.tables import RAW, PredictionSet
+from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, PredictionSet
 from trustcal.stages import calibrator_name, epoch_of, load_logits
 
 log = logging.getLogger(__name__)
@@ -137,45 +137,68 @@ def _epoch_logits(logit_paths) -> dict[int, str]:
     return {epoch_of(p): str(p) for p in logit_paths}
 
 
-def shift_scores_stage(set_logits, logit_paths, calibrators, out, settings, keys: dict) -> None:
+def shift_scores_stage(set_logits, logit_paths, calibrators, out, settings, keys: dict, curves_out=None) -> None:
     """The rows of one shifted set (``keys``: its ``run``, ``seed`` and ``set``): a corrupted set's scores and
-    network opinion per (epoch, severity, calibrator) (:func:`trustcal.reporting.shift.shift_row`), or an
+    network opinion per (epoch, severity, calibrator) (:func:`trustcal.reporting.shift.shift_rows`), or an
     out-of-distribution set's detection rows per (epoch, calibrator, signal) against the run's clean test
-    images (:func:`trustcal.reporting.shift.ood_rows`); each calibrator's state of the epoch applied unchanged."""
+    images (:func:`trustcal.reporting.shift.ood_rows`); each calibrator's state of the epoch applied unchanged.
+    ``curves_out``: the out-of-distribution set's histograms and ROC curves of the raw model and temperature
+    scaling (:func:`trustcal.reporting.shift.ood_curves`; a corrupted set's file has the columns only)."""
     from trustcal.measures.bootstrap import resample_counts
-    from trustcal.reporting.shift import OOD_COLUMNS, frame, ood_rows, shift_columns, shift_row
+    from trustcal.reporting.shift import (
+        CURVE_COLUMNS,
+        OOD_COLUMNS,
+        frame,
+        ood_rows,
+        other_side,
+        shift_columns,
+        shift_rows,
+    )
 
     d = read_result_npz(set_logits, SHIFT_LOGITS_KEYS, rule="shift_logits")
     kind, files, fitted = str(d["kind"]), _epoch_logits(logit_paths), _fitted_states(calibrators)
-    counts = None
-    if kind == "corruption" and settings.bootstrap is not None:
-        counts = resample_counts(len(d["labels"]), settings.bootstrap)
+    boot, counts = settings.bootstrap, None
     by_epoch: dict[int, list[dict]] = {}
+    curves: dict[int, list[dict]] = {}
     for i, epoch in enumerate(int(e) for e in d["epochs"]):
-        clean = load_logits(files[epoch]) if kind != "corruption" else None  # the in-distribution side of OOD
         rows = by_epoch.setdefault(epoch, [])
-        for name, state in _states_of(epoch, fitted).items():
-            if kind == "corruption":
-                for j, severity in enumerate(int(s) for s in d["severities"]):
-                    pred = _predict(epoch, name, state, "test", d["logits"][i, j], d["labels"])
-                    with one_blas_thread():
-                        scores = shift_row(pred, settings.trust, settings.metrics, counts, settings.bootstrap)
-                    rows.append(dict(kind=kind, severity=severity, calibrator=name, n=len(d["labels"]), **scores))
-                continue
-            idx = d["test_indices"]
+        states = _states_of(epoch, fitted)
+        if kind == "corruption":
+            if counts is None and boot is not None:
+                counts = resample_counts(len(d["labels"]), boot)
+            for j, severity in enumerate(int(s) for s in d["severities"]):
+                preds = {n: _predict(epoch, n, st, "test", d["logits"][i, j], d["labels"]) for n, st in states.items()}
+                with one_blas_thread():
+                    scored = shift_rows(preds, settings.trust, settings.metrics, counts, boot)
+                rows += [dict(kind=kind, severity=severity, n=len(d["labels"]), **r) for r in scored]
+            continue
+        clean = load_logits(files[epoch])  # the in-distribution side
+        idx = d["test_indices"]
+        if counts is None and boot is not None:
+            counts = (resample_counts(len(idx), boot), resample_counts(len(d["labels"]), other_side(boot)))
+        for name, state in states.items():
             inside = _predict(epoch, name, state, "test", clean["test_logits"][idx], clean["test_labels"][idx])
             fit = _predict(epoch, name, state, "val", clean["val_logits"], clean["val_labels"])
             outside = _predict(epoch, name, state, "test", d["logits"][i, 0], d["labels"])
             with one_blas_thread():
-                rows += [dict(calibrator=name, **r) for r in ood_rows(inside, outside, fit, settings.trust)]
-    table = [
-        {**keys, "epoch": int(e), "epoch_label": str(label), **row}
-        for label, e in zip(d["epoch_labels"], d["label_epochs"])
-        for row in by_epoch[int(e)]
-    ]
-    columns = shift_columns(counts is not None) if kind == "corruption" else OOD_COLUMNS
-    write_csv(frame(table, columns), out)
-    log.info("%s: %d rows", out, len(table))
+                detected, drawn = ood_rows(inside, outside, fit, settings.trust, counts, boot)
+            rows += [dict(calibrator=name, **r) for r in detected]
+            if name in (RAW, PAPER_CALIBRATOR):
+                curves.setdefault(epoch, []).extend(dict(calibrator=name, **c) for c in drawn)
+    labelled = list(zip(d["epoch_labels"], d["label_epochs"]))
+
+    def table(per_epoch):
+        return [
+            {**keys, "epoch": int(e), "epoch_label": str(label), **row}
+            for label, e in labelled
+            for row in per_epoch.get(int(e), [])
+        ]
+
+    columns = shift_columns(boot is not None) if kind == "corruption" else OOD_COLUMNS
+    write_csv(frame(table(by_epoch), columns), out)
+    if curves_out is not None:
+        write_csv(frame(table(curves), CURVE_COLUMNS), curves_out)
+    log.info("%s: %d rows", out, sum(len(r) for r in by_epoch.values()))
 
 
 def shift_clean_stage(logit_paths, calibrators, history, out, settings, shift: dict, keys: dict) -> None:
@@ -183,7 +206,7 @@ def shift_clean_stage(logit_paths, calibrators, history, out, settings, shift: d
     test images the shifted sets use (``shift.samples`` of them, drawn with ``shift.seed``), at the epochs of
     ``shift.epochs``, as :func:`shift_scores_stage` computes a corrupted set's."""
     from trustcal.measures.bootstrap import resample_counts
-    from trustcal.reporting.shift import frame, shift_columns, shift_row
+    from trustcal.reporting.shift import frame, shift_columns, shift_rows
     from trustcal.shift.sets import CLEAN, subset_indices
 
     chosen = shift_epochs(history, shift["epochs"])
@@ -196,11 +219,10 @@ def shift_clean_stage(logit_paths, calibrators, history, out, settings, shift: d
         if counts is None and settings.bootstrap is not None:
             counts = resample_counts(len(idx), settings.bootstrap)
         logits, labels = clean["test_logits"][idx], clean["test_labels"][idx]
-        for name, state in _states_of(epoch, fitted).items():
-            pred = _predict(epoch, name, state, "test", logits, labels)
-            with one_blas_thread():
-                scores = shift_row(pred, settings.trust, settings.metrics, counts, settings.bootstrap)
-            by_epoch.setdefault(epoch, []).append(dict(kind=CLEAN, severity=0, calibrator=name, n=len(idx), **scores))
+        preds = {n: _predict(epoch, n, st, "test", logits, labels) for n, st in _states_of(epoch, fitted).items()}
+        with one_blas_thread():
+            scored = shift_rows(preds, settings.trust, settings.metrics, counts, settings.bootstrap)
+        by_epoch[epoch] = [dict(kind=CLEAN, severity=0, n=len(idx), **r) for r in scored]
     table = [
         {**keys, "set": CLEAN, "epoch": e, "epoch_label": label, **row} for label, e in chosen for row in by_epoch[e]
     ]

@@ -9,21 +9,36 @@ import pytest
 from trustcal.measures import metrics
 from trustcal.measures.bootstrap import BootstrapParams, resample_counts
 from trustcal.measures.trust import TrustParams, trust_opinions
-from trustcal.reporting.shift import SIGNALS, ood_rows, shift_columns, shift_row
+from trustcal.reporting.shift import (
+    CURVE_BINS,
+    ROC_POINTS,
+    SIGNALS,
+    ood_curves,
+    ood_rows,
+    other_side,
+    shift_columns,
+    shift_row,
+    shift_rows,
+)
 from trustcal.reporting.tables import PredictionSet
 
 
-def _preds(seed: int, n: int = 300, k: int = 4, scale: float = 3.0, split: str = "test") -> PredictionSet:
+def _logits(seed: int, n: int = 300, k: int = 4, scale: float = 3.0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, k, n)
     logits = rng.normal(size=(n, k))
     logits[np.arange(n), labels] += scale
-    return PredictionSet.of_logits(1, "none", split, logits, labels)
+    return logits, labels
+
+
+def _preds(seed: int, n: int = 300, k: int = 4, scale: float = 3.0, split: str = "test") -> PredictionSet:
+    return PredictionSet.of_logits(1, "none", split, *_logits(seed, n, k, scale))
 
 
 def test_a_row_is_scores_csvs_metrics_and_trust_csvs_network_opinion():
     p = _preds(0)
-    row = shift_row(p)
+    row, replicates = shift_row(p)
+    assert replicates == {}
     assert row["accuracy"] == pytest.approx(metrics.accuracy(p.probs, p.labels))
     assert row["nll"] == pytest.approx(metrics.nll(p.probs, p.labels, p.log_probs))
     assert row["brier"] == pytest.approx(metrics.brier(p.probs, p.labels))
@@ -33,8 +48,8 @@ def test_a_row_is_scores_csvs_metrics_and_trust_csvs_network_opinion():
         network["uncertainty"]
     )
     boot = BootstrapParams(resamples=50)
-    full = shift_row(p, counts=resample_counts(len(p.labels), boot), bootstrap=boot)
-    assert set(full) == set(shift_columns(True)) - {
+    full, _ = shift_row(p, counts=resample_counts(len(p.labels), boot), bootstrap=boot)
+    assert set(full) == {c for c in shift_columns(True) if "_vs_" not in c} - {
         "run",
         "seed",
         "epoch",
@@ -54,7 +69,71 @@ def test_confident_in_distribution_predictions_are_told_from_flat_ones():
     flat = PredictionSet.of_logits(
         1, "none", "test", np.random.default_rng(3).normal(0, 0.01, (200, 4)), -np.ones(200, int)
     )
-    rows = {r["signal"]: r for r in ood_rows(inside, flat, fit)}
+    rows = {r["signal"]: r for r in ood_rows(inside, flat, fit)[0]}
     assert set(rows) == set(SIGNALS)
     assert rows["max_probability"]["auroc"] > 0.99 and rows["negative_entropy"]["auroc"] > 0.99
     assert rows["max_probability"]["fpr95"] < 0.05 and rows["max_probability"]["n_out"] == 200
+
+
+def test_paired_differences_are_the_replicates_differences_on_the_same_resamples():
+    """shift_rows: each calibrator's NLL, Brier and ECE minus the raw model's and temperature scaling's, on the set
+    and on every resample (the same counts); the baseline's own difference is 0; a baseline not scored is NaN."""
+    logits, labels = _logits(4)
+    raw = PredictionSet.of_logits(1, "none", "test", logits, labels)
+    hot = PredictionSet.of_logits(1, "temperature", "test", logits * 0.5, labels)
+    boot = BootstrapParams(resamples=60, seed=3)
+    counts = resample_counts(len(raw.labels), boot)
+    rows = {r["calibrator"]: r for r in shift_rows({"none": raw, "temperature": hot}, counts=counts, bootstrap=boot)}
+    _, reps_raw = shift_row(raw, counts=counts, bootstrap=boot)
+    row_hot, reps_hot = shift_row(hot, counts=counts, bootstrap=boot)
+    for m in ("nll", "brier", "ece"):
+        diff = reps_hot[m] - reps_raw[m]
+        assert rows["temperature"][f"{m}_vs_raw"] == pytest.approx(row_hot[m] - rows["none"][m], abs=1e-12)
+        lo, hi = np.quantile(diff, [0.025, 0.975])
+        assert rows["temperature"][f"{m}_vs_raw_lo"] == pytest.approx(lo, abs=1e-12)
+        assert rows["temperature"][f"{m}_vs_raw_hi"] == pytest.approx(hi, abs=1e-12)
+        assert rows["none"][f"{m}_vs_raw"] == rows["none"][f"{m}_vs_raw_lo"] == rows["none"][f"{m}_vs_raw_hi"] == 0
+        assert rows["none"][f"{m}_vs_temperature"] == pytest.approx(-rows["temperature"][f"{m}_vs_raw"], abs=1e-12)
+    alone = shift_rows({"none": raw}, counts=counts, bootstrap=boot)[0]
+    assert np.isnan(alone["nll_vs_temperature"]) and alone["nll_vs_raw"] == 0
+    assert set(shift_rows({"none": raw})[0]) == {"calibrator", *shift_row(raw)[0]}  # no bootstrap: no differences
+
+
+def test_ood_intervals_hold_the_point_and_the_max_probability_differs_from_itself_by_nothing():
+    inside, fit = _preds(5, scale=2.0), _preds(6, scale=2.0, split="val")
+    outside = PredictionSet.of_logits(1, "none", "test", _logits(7, n=250, scale=0.5)[0], -np.ones(250, int))
+    boot = BootstrapParams(resamples=80, seed=2)
+    counts = (resample_counts(300, boot), resample_counts(250, other_side(boot)))
+    rows, curves = ood_rows(inside, outside, fit, TrustParams(), counts, boot)
+    for r in rows:
+        assert r["auroc_lo"] <= r["auroc"] <= r["auroc_hi"] and r["fpr95_lo"] <= r["fpr95_hi"]
+    first = rows[0]
+    assert first["signal"] == "max_probability" and first["auroc_vs_max_probability"] == 0
+    assert first["auroc_vs_max_probability_lo"] == first["auroc_vs_max_probability_hi"] == 0
+    entropy = next(r for r in rows if r["signal"] == "negative_entropy")
+    assert entropy["auroc_vs_max_probability"] == pytest.approx(entropy["auroc"] - first["auroc"])
+    # the out-of-distribution side's resamples are drawn apart: not the in-distribution side's
+    assert other_side(boot).seed != boot.seed
+    assert {c["signal"] for c in curves} == set(SIGNALS)
+    assert len(curves) == len(SIGNALS) * (2 * CURVE_BINS + ROC_POINTS)
+
+
+def test_curves_by_hand():
+    """ood_curves: histogram fractions per bin over the signal's range, and the ROC curve's best TPR at each
+    FPR bound, against a brute force over every threshold."""
+    rng = np.random.default_rng(11)
+    inside, outside = rng.beta(5, 2, 400), rng.beta(2, 3, 300)
+    rows = ood_curves("max_probability", 1, inside, outside, 10)
+    hist_in = np.array([r["y"] for r in rows if r["curve"] == "in"])
+    assert hist_in.sum() == pytest.approx(1.0) and len(hist_in) == CURVE_BINS
+    assert hist_in == pytest.approx(np.histogram(inside, bins=np.linspace(0, 1, CURVE_BINS + 1))[0] / 400)
+    roc = [(r["x"], r["y"]) for r in rows if r["curve"] == "roc"]
+    thresholds = np.r_[np.unique(np.r_[inside, outside]), np.inf]
+    tpr = np.array([(inside >= t).mean() for t in thresholds])
+    fpr = np.array([(outside >= t).mean() for t in thresholds])
+    for x, y in roc:
+        assert y == pytest.approx(tpr[fpr <= x + 1e-12].max(), abs=1e-12)
+    assert roc[0][0] == 0 and roc[-1] == (1.0, 1.0)
+    entropy = ood_curves("negative_entropy", 1, -inside, -outside, 10)  # its range is −log K … 0
+    centres = [r["x"] for r in entropy if r["curve"] == "in"]
+    assert min(centres) > -np.log(10) and max(centres) < 0

@@ -16,7 +16,7 @@ from matplotlib.colors import to_rgb
 from trustcal.files import write_csv
 from trustcal.reporting.figures import registry, shift_registry
 from trustcal.reporting.figures.calibrators import CALIBRATOR_COLOURS, CALIBRATOR_NAMES
-from trustcal.reporting.shift import OOD_COLUMNS, SIGNALS, shift_columns
+from trustcal.reporting.shift import CURVE_COLUMNS, OOD_COLUMNS, SIGNALS, shift_columns
 
 SEEDS, CALIBRATORS, CORRUPTIONS = (0, 1), ("none", "temperature", "vector"), ("fog", "gaussian_noise")
 LABELS = {"best": {0: 3, 1: 2}, "last": {0: 5, 1: 5}}  # epoch label → seed → epoch
@@ -41,7 +41,7 @@ def shift_table(seed: int = 0) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     for v in VALUES:
         df[f"{v}_lo"], df[f"{v}_hi"] = df[v] - 0.02, df[v] + 0.03
-    return df[shift_columns(True)]
+    return df.reindex(columns=shift_columns(True))  # the paired differences: not drawn, left empty
 
 
 def ood_table(seed: int = 1) -> pd.DataFrame:
@@ -57,11 +57,31 @@ def ood_table(seed: int = 1) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(OOD_COLUMNS))
 
 
-SHIFT, OOD = shift_table(), ood_table()
+def curves_table(seed: int = 2) -> pd.DataFrame:
+    """shift_ood_curves.csv's rows: every curve of every signal, per seed, epoch label and calibrator."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        dict(run="mnist", seed=s, epoch=epochs[s], epoch_label=label, set="ood-noise_uniform", calibrator=c)
+        | dict(signal=g, curve=curve, x=x, y=rng.uniform(0, 1))
+        for s in SEEDS
+        for label, epochs in LABELS.items()
+        for c in CALIBRATORS[:2]
+        for g in SIGNALS
+        for curve, xs in (
+            ("in", np.arange(0.025, 1, 0.05)),
+            ("out", np.arange(0.025, 1, 0.05)),
+            ("roc", np.linspace(0, 1, 51)),
+        )
+        for x in xs
+    ]
+    return pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
+
+
+SHIFT, OOD, CURVES = shift_table(), ood_table(), curves_table()
 
 
 def draw(name: str, tmp_path: Path, **tables):
-    tables = {"shift": SHIFT, "shift_ood": OOD, **tables}
+    tables = {"shift": SHIFT, "shift_ood": OOD, "shift_ood_curves": CURVES, **tables}
     return shift_registry.SHIFT_FIGURES[name].draw(tables, "MNIST (MLP)", [tmp_path / f"{name}.png"], {})
 
 
@@ -147,13 +167,13 @@ def test_shift_ood_plots_each_signals_mean_auroc_per_calibrator_with_the_sd_over
             assert np.allclose(points[c].get_xdata(), expected.to_numpy())
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()][0] == "max probability"
     assert legend_texts(fig) == [CALIBRATOR_NAMES[c] for c in CALIBRATORS]
-    assert "per-sample scores are not kept" in fig.legends[0].get_title().get_text()
+    assert "bars ± 1 sd" in fig.legends[0].get_title().get_text()
 
 
 def test_shift_ood_uses_the_tables_interval_where_it_has_one(tmp_path):
     ood = OOD.assign(auroc_lo=OOD["auroc"] - 0.05, auroc_hi=OOD["auroc"] + 0.1)
     fig = draw("shift_ood", tmp_path, shift_ood=ood)
-    assert "the table's AUROC interval" in fig.legends[0].get_title().get_text()
+    assert "each seed's 95 % bootstrap interval" in fig.legends[0].get_title().get_text()
 
 
 def test_a_run_without_ood_rows_gets_no_ood_figure_and_no_error(tmp_path):
@@ -178,3 +198,27 @@ def test_every_shift_figure_is_registered_with_a_caption(name):
     assert set(spec.tables) <= set(shift_registry.SHIFT_TABLES) and spec.summary and "|" not in spec.summary
     assert (REPO / "workflow" / "report" / spec.caption).is_file()
     assert name not in registry.FIGURES
+
+
+def test_shift_ood_curves_draws_the_raw_models_roc_and_histograms_averaged_over_seeds(tmp_path):
+    """A ROC line per signal, and per signal its two histograms (clean filled, the set outlined): each the mean over
+    seeds of the raw model's rows at the first epoch label; temperature scaling's rows are not drawn."""
+    fig = draw("shift_ood_curves", tmp_path)
+    roc_ax, *hist_axes = fig.axes
+    raw = CURVES[(CURVES["calibrator"] == "none") & (CURVES["epoch_label"] == "best")]
+    lines = {ln.get_gid(): ln for ln in roc_ax.get_lines() if ln.get_gid()}
+    assert set(lines) == {f"roc:{g}" for g in SIGNALS}
+    for g in SIGNALS:
+        want = raw[(raw["signal"] == g) & (raw["curve"] == "roc")].groupby("x")["y"].mean()
+        assert np.allclose(lines[f"roc:{g}"].get_xdata(), want.index) and np.allclose(
+            lines[f"roc:{g}"].get_ydata(), want
+        )
+    assert len(hist_axes) == len(SIGNALS)
+    for ax, g in zip(hist_axes, SIGNALS):
+        stairs = {p.get_gid(): p for p in ax.patches if p.get_gid()}
+        for side in ("in", "out"):
+            want = raw[(raw["signal"] == g) & (raw["curve"] == side)].groupby("x", sort=False)["y"].mean()
+            assert np.allclose(stairs[f"hist:{g}:{side}"].get_data().values, want.to_numpy())
+        assert stairs[f"hist:{g}:in"].get_fill() and not stairs[f"hist:{g}:out"].get_fill()
+    assert "max probability" in legend_texts(fig) and "clean test images" in legend_texts(fig)
+    assert draw("shift_ood_curves", tmp_path, shift_ood_curves=CURVES.iloc[:0]) is None

@@ -7,7 +7,12 @@ calibrator) holds the accuracy, NLL, Brier score and ECE (:data:`trustcal.measur
 ``scores.csv`` computes them) and the network's trust opinion (belief, disbelief, uncertainty: the
 ``network`` row of :func:`trustcal.measures.trust.trust_opinions`, as ``trust.csv``), with the percentile
 interval of each over resamples of the set (:mod:`trustcal.measures.bootstrap`, the same resamples for
-every severity, epoch and calibrator of a set; the opinion's under cumulative fusion only).
+every severity, epoch and calibrator of a set; the opinion's under cumulative fusion only), and the smooth
+ECE (no interval: its kernel sum on every resample would cost seconds a row). Each calibrator's NLL, Brier
+score and ECE are also compared with the raw model's (``*_vs_raw``) and temperature scaling's
+(``*_vs_temperature``, the field's baseline): the difference on the set and its percentile interval over
+the same resamples (paired: both states scored on the same drawn rows), the per-seed input of the study's
+paired intervals over seeds (docs/method.md §12.7).
 
 For an out-of-distribution set a row per (epoch, calibrator, signal) says how well the signal tells the
 run's clean test images from the set's (:mod:`trustcal.measures.detection`: AUROC and the false-positive
@@ -15,7 +20,12 @@ rate at 95 % true-positive rate, in-distribution the positives). Signals (:data:
 probability, the negative entropy, and the per-prediction opinion's belief and uncertainty (the opinion of
 the prediction's (class, cluster) pair learned on the clean validation predictions of the same epoch and
 calibrator, :func:`trustcal.reporting.tables.dynamic_trust`, as ``selective.csv`` uses it); uncertainty
-counts against being in distribution (its AUROC is that of −u), the others for.
+counts against being in distribution (its AUROC is that of −u), the others for. The opinion's evidence,
+W(1/u − 1), decreases with u, so its AUROC and FPR are uncertainty's. With bootstrap parameters each AUROC
+and FPR gets its percentile interval over resamples of both sides (each side resampled apart, the
+out-of-distribution side with the next seed), and each signal its AUROC difference from the maximum
+probability's on the same resamples (``auroc_vs_max_probability``). :func:`ood_curves` keeps what the
+figures draw of the per-input values: each signal's histogram in and out of distribution and its ROC curve.
 """
 
 from __future__ import annotations
@@ -30,14 +40,28 @@ from trustcal.measures.bootstrap import (
     bootstrap_scores_of,
     percentile_interval,
 )
-from trustcal.measures.detection import auroc, fpr_at_tpr, negative_entropy
+from trustcal.measures.detection import auroc, detection_replicates, fpr_at_tpr, negative_entropy
+from trustcal.measures.limits import MAX_SEED
 from trustcal.measures.metrics import METRICS, ScalarSettings
 from trustcal.measures.trust import TrustParams, trust_opinions
-from trustcal.reporting.tables import MetricParams, PredictionSet, dynamic_trust
+from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, MetricParams, PredictionSet, dynamic_trust
 
-__all__ = ["OOD_COLUMNS", "SIGNALS", "ood_rows", "shift_columns", "shift_row", "signal_values"]
+__all__ = [
+    "CURVE_COLUMNS",
+    "OOD_COLUMNS",
+    "SIGNALS",
+    "ood_curves",
+    "ood_rows",
+    "shift_columns",
+    "shift_row",
+    "shift_rows",
+    "signal_values",
+]
 
 SCORE_NAMES = ("accuracy", "nll", "brier", "ece")
+POINT_ONLY = ("smece",)  # scores without an interval
+PAIRED = ("nll", "brier", "ece")  # compared with a baseline state on the same resamples
+BASELINES = {"raw": RAW, "temperature": PAPER_CALIBRATOR}  # column word → calibrator
 OPINION = ("belief", "disbelief", "uncertainty")
 SHIFT_KEYS = ("run", "seed", "epoch", "epoch_label", "set", "kind", "severity", "calibrator", "n")
 # name → +1 where a higher value says "in distribution", -1 where a lower one does
@@ -52,6 +76,13 @@ OOD_COLUMNS = (
     "signal",
     "auroc",
     "fpr95",
+    "auroc_lo",
+    "auroc_hi",
+    "fpr95_lo",
+    "fpr95_hi",
+    "auroc_vs_max_probability",
+    "auroc_vs_max_probability_lo",
+    "auroc_vs_max_probability_hi",
     "n_in",
     "n_out",
     "mean_in",
@@ -59,11 +90,18 @@ OOD_COLUMNS = (
 )
 
 
+CURVE_COLUMNS = ("run", "seed", "epoch", "epoch_label", "set", "calibrator", "signal", "curve", "x", "y")
+CURVE_BINS = 20  # histogram bins over each signal's range
+ROC_POINTS = 51  # false-positive rates 0, 0.02, …, 1 of each ROC curve
+
+
 def shift_columns(bootstrapped: bool) -> list[str]:
-    """The columns of ``shift.csv``: the keys, the scores and the opinion, then their ``_lo`` / ``_hi``."""
+    """The columns of ``shift.csv``: the keys, the scores and the opinion, then their ``_lo`` / ``_hi``,
+    then each paired difference from a baseline with its interval."""
     values = [*SCORE_NAMES, *OPINION]
     ends = [f"{v}_{end}" for v in values for end in ("lo", "hi")] if bootstrapped else []
-    return [*SHIFT_KEYS, *values, *ends]
+    paired = [f"{m}_vs_{b}{end}" for b in BASELINES for m in PAIRED for end in ("", "_lo", "_hi")]
+    return [*SHIFT_KEYS, *values, *POINT_ONLY, *ends, *(paired if bootstrapped else [])]
 
 
 def shift_row(
@@ -72,17 +110,17 @@ def shift_row(
     metrics: MetricParams = MetricParams(),
     counts: np.ndarray | None = None,
     bootstrap: BootstrapParams | None = None,
-) -> dict[str, float]:
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """The scores and network opinion of ``pred`` (labelled predictions) and, with ``counts`` (B × N
     resample counts, :func:`trustcal.measures.bootstrap.resample_counts`) and ``bootstrap`` (its level),
-    their percentile intervals."""
+    their percentile intervals; and the replicates of :data:`PAIRED` (empty without ``counts``)."""
     top = TopLabel.of(pred.probs, pred.labels, pred.log_probs)
     settings = ScalarSettings.of(metrics)
-    row = {name: float(METRICS[name].values(top, settings)[0]) for name in SCORE_NAMES}
+    row = {name: float(METRICS[name].values(top, settings)[0]) for name in (*SCORE_NAMES, *POINT_ONLY)}
     network = trust_opinions(pred.probs, pred.labels, trust).iloc[-1]
     row.update({name: float(network[name]) for name in OPINION})
     if counts is None or bootstrap is None:
-        return row
+        return row, {}
     replicates = bootstrap_scores_of(top, counts, metrics)
     replicates = {name: replicates[name] for name in SCORE_NAMES}
     if trust.cluster_fusion == trust.class_fusion == "cumulative":
@@ -91,7 +129,36 @@ def shift_row(
     for name in [*SCORE_NAMES, *OPINION]:
         lo, hi = percentile_interval(replicates[name], bootstrap.level) if name in replicates else (np.nan, np.nan)
         row[f"{name}_lo"], row[f"{name}_hi"] = float(lo), float(hi)
-    return row
+    return row, {name: replicates[name] for name in PAIRED}
+
+
+def shift_rows(
+    preds: dict[str, PredictionSet],
+    trust: TrustParams = TrustParams(),
+    metrics: MetricParams = MetricParams(),
+    counts: np.ndarray | None = None,
+    bootstrap: BootstrapParams | None = None,
+) -> list[dict]:
+    """:func:`shift_row` of each calibration state of ``preds`` (name → predictions of the same rows), with
+    the paired differences of :data:`PAIRED` from each baseline of :data:`BASELINES` (NaN where that
+    baseline is not among ``preds``), when bootstrapped."""
+    scored = {name: shift_row(pred, trust, metrics, counts, bootstrap) for name, pred in preds.items()}
+    rows = []
+    for name, (row, reps) in scored.items():
+        row = {"calibrator": name, **row}
+        for word, base in BASELINES.items():
+            if not reps:
+                break
+            for m in PAIRED:
+                key = f"{m}_vs_{word}"
+                if base not in scored:
+                    row[key] = row[f"{key}_lo"] = row[f"{key}_hi"] = np.nan
+                    continue
+                base_row, base_reps = scored[base]
+                lo, hi = percentile_interval(reps[m] - base_reps[m], bootstrap.level)
+                row[key], row[f"{key}_lo"], row[f"{key}_hi"] = row[m] - base_row[m], float(lo), float(hi)
+        rows.append(row)
+    return rows
 
 
 def signal_values(pred: PredictionSet, fit: PredictionSet, trust: TrustParams = TrustParams()) -> dict[str, np.ndarray]:
@@ -106,27 +173,80 @@ def signal_values(pred: PredictionSet, fit: PredictionSet, trust: TrustParams = 
     )
 
 
+def other_side(bootstrap: BootstrapParams) -> BootstrapParams:
+    """The resampling of an out-of-distribution set: ``bootstrap`` with the next seed (its side is
+    resampled apart from the in-distribution one)."""
+    return BootstrapParams(bootstrap.resamples, (bootstrap.seed + 1) % (MAX_SEED + 1), bootstrap.level)
+
+
 def ood_rows(
-    inside: PredictionSet, outside: PredictionSet, fit: PredictionSet, trust: TrustParams = TrustParams()
-) -> list[dict]:
+    inside: PredictionSet,
+    outside: PredictionSet,
+    fit: PredictionSet,
+    trust: TrustParams = TrustParams(),
+    counts: tuple[np.ndarray, np.ndarray] | None = None,
+    bootstrap: BootstrapParams | None = None,
+) -> tuple[list[dict], list[dict]]:
     """A row per signal: how well it tells ``inside`` (clean test predictions) from ``outside`` (an
     out-of-distribution set's) — ``auroc``, ``fpr95`` — and its mean on each side (``mean_in``,
-    ``mean_out``, the values themselves), ``n_in`` and ``n_out``; opinions learned on ``fit``."""
+    ``mean_out``, the values themselves), ``n_in`` and ``n_out``; opinions learned on ``fit``. With
+    ``counts`` (the resample counts of each side) and ``bootstrap`` (its level): the intervals, and the
+    AUROC difference from the maximum probability's. Also the rows of :func:`ood_curves`."""
     ins, outs = signal_values(inside, fit, trust), signal_values(outside, fit, trust)
-    rows = []
+    rows, curves, reps = [], [], {}
     for name, sign in SIGNALS.items():
-        rows.append(
-            dict(
-                signal=name,
-                auroc=auroc(sign * ins[name], sign * outs[name]),
-                fpr95=fpr_at_tpr(sign * ins[name], sign * outs[name], 0.95),
-                n_in=len(ins[name]),
-                n_out=len(outs[name]),
-                mean_in=float(np.mean(ins[name])),
-                mean_out=float(np.mean(outs[name])),
-            )
+        row = dict(
+            signal=name,
+            auroc=auroc(sign * ins[name], sign * outs[name]),
+            fpr95=fpr_at_tpr(sign * ins[name], sign * outs[name], 0.95),
+            n_in=len(ins[name]),
+            n_out=len(outs[name]),
+            mean_in=float(np.mean(ins[name])),
+            mean_out=float(np.mean(outs[name])),
         )
-    return rows
+        if counts is not None and bootstrap is not None:
+            reps[name], fprs = detection_replicates(sign * ins[name], sign * outs[name], *counts, 0.95)
+            row["auroc_lo"], row["auroc_hi"] = percentile_interval(reps[name], bootstrap.level)
+            row["fpr95_lo"], row["fpr95_hi"] = percentile_interval(fprs, bootstrap.level)
+            diff = reps[name] - reps["max_probability"]
+            row["auroc_vs_max_probability"] = row["auroc"] - rows[0]["auroc"] if rows else 0.0
+            row["auroc_vs_max_probability_lo"], row["auroc_vs_max_probability_hi"] = percentile_interval(
+                diff, bootstrap.level
+            )
+        rows.append(row)
+        curves += [dict(signal=name, **c) for c in ood_curves(name, sign, ins[name], outs[name], inside.probs.shape[1])]
+    return [{k: float(v) if isinstance(v, np.floating) else v for k, v in r.items()} for r in rows], curves
+
+
+def signal_range(name: str, classes: int) -> tuple[float, float]:
+    """The values a signal takes: [−log K, 0] for the negative entropy, [0, 1] for the others."""
+    return (-float(np.log(classes)), 0.0) if name == "negative_entropy" else (0.0, 1.0)
+
+
+def ood_curves(name: str, sign: int, inside: np.ndarray, outside: np.ndarray, classes: int) -> list[dict]:
+    """What the figures draw of one signal's per-input values: ``curve`` ``in`` and ``out``, the fraction of
+    each side's inputs in each of :data:`CURVE_BINS` equal bins over the signal's range (``x`` the bin's
+    centre, ``y`` the fraction); ``roc``, the highest true-positive rate (in distribution accepted) at a
+    false-positive rate of at most ``x``, at :data:`ROC_POINTS` rates (the ROC curve's upper envelope)."""
+    lo, hi = signal_range(name, classes)
+    edges = np.linspace(lo, hi, CURVE_BINS + 1)
+    centres = (edges[:-1] + edges[1:]) / 2
+    out = []
+    for side, values in (("in", inside), ("out", outside)):
+        counts, _ = np.histogram(np.clip(values, lo, hi), bins=edges)
+        out += [dict(curve=side, x=float(x), y=float(c / len(values))) for x, c in zip(centres, counts)]
+    # every threshold t (a distinct score): TPR = P(in ≥ t), FPR = P(out ≥ t); FPR and TPR fall as t rises
+    ins, outs = np.sort(sign * inside), np.sort(sign * outside)
+    thresholds = np.unique(np.concatenate([ins, outs]))
+    tpr = (len(ins) - np.searchsorted(ins, thresholds, side="left")) / len(ins)
+    accepted_out = len(outs) - np.searchsorted(outs, thresholds, side="left")  # out-of-distribution inputs ≥ t
+    tpr, accepted_out = np.r_[tpr, 0.0], np.r_[accepted_out, 0]  # and a threshold above every score: (0, 0)
+    grid = np.linspace(0.0, 1.0, ROC_POINTS)
+    # accepted_out falls along the thresholds, tpr too: the best TPR with FPR ≤ x is at the first threshold
+    # accepting at most x · n_out of them (counted in inputs: no rounding of the rates decides)
+    first = np.searchsorted(-accepted_out, -(grid * len(outs) + 1e-9), side="left")
+    out += [dict(curve="roc", x=float(x), y=float(tpr[i])) for x, i in zip(grid, first)]
+    return out
 
 
 def frame(rows: list[dict], columns) -> pd.DataFrame:

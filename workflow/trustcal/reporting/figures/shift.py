@@ -301,7 +301,7 @@ def ood_summary(ood: pd.DataFrame) -> pd.DataFrame:
 
 def ood_interval_note(ood: pd.DataFrame) -> str:
     if {"auroc_lo", "auroc_hi"} <= set(ood) and ood["auroc_lo"].notna().any():
-        return "bars: the table's AUROC interval"
+        return "bars: each seed's 95 % bootstrap interval, averaged over seeds"
     seeds = ood["seed"].nunique() if "seed" in ood else 1
     return f"mean over {seeds} seeds, bars ± 1 sd" if seeds > 1 else "1 seed, no interval"
 
@@ -353,8 +353,95 @@ def shift_ood(ood: pd.DataFrame | None, title: str, paths: Sequence[str | Path])
             plain_numbers(ax, "x")
     axes[0, 0].invert_yaxis()  # the first signal on top (the y axis is shared)
     fig.suptitle(heading(title, "out-of-distribution detection, clean test images as positives"))
-    note = f"{ood_interval_note(ood)}; calibrators fitted on clean data; per-sample scores are not kept"
+    note = f"{ood_interval_note(ood)}; calibrators fitted on clean data"
     figure_legend(fig, calibrator_handles(calibrators), note, ncols=min(len(calibrators), 4))
+    return save(fig, paths)
+
+
+# the signals' colours in the curves figure (Okabe–Ito; none of them a calibrator's meaning there)
+SIGNAL_COLOURS = {
+    "max_probability": "#000000",
+    "negative_entropy": "#E69F00",
+    "belief": "#009E73",
+    "uncertainty": "#CC79A7",
+}
+CURVE_SIDES = {"in": ("clean test images", "0.55"), "out": ("out-of-distribution set", "#0072B2")}
+
+
+def curves_of(curves: pd.DataFrame, calibrator: str = "none") -> tuple[pd.DataFrame, str]:
+    """The rows of ``calibrator`` at the first entry of ``shift.epochs`` with the curve's ``y`` averaged over
+    seeds, and that entry."""
+    df = curves.assign(epoch_label=curves["epoch_label"].astype(str), set=curves["set"].astype(str))
+    label = epoch_labels(df)[0]
+    df = df[(df["calibrator"] == calibrator) & (df["epoch_label"] == label)]
+    keys = ["set", "signal", "curve", "x"]
+    return df.groupby(keys, sort=False)["y"].mean().reset_index(), label
+
+
+def shift_ood_curves(curves: pd.DataFrame | None, title: str, paths: Sequence[str | Path]) -> plt.Figure | None:
+    """Per out-of-distribution set (a row): each signal's ROC curve (clean test images the positives), then
+    each signal's histogram on the clean test images (grey, filled) and on the set (blue, outlined); the raw
+    model at the first entry of ``shift.epochs``, the fractions averaged over seeds. None for no rows."""
+    if _empty(curves) or not (curves["calibrator"] == "none").any():
+        return None
+    mean, label = curves_of(curves)
+    sets = list(dict.fromkeys(mean["set"]))
+    signals = [s for s in SIGNAL_NAMES if s in set(mean["signal"])]
+    fig, axes = new_figure(
+        "shift_ood_curves",
+        size=(FULL_WIDTH, 0.9 + 1.75 * len(sets)),
+        nrows=len(sets),
+        ncols=1 + len(signals),
+        squeeze=False,
+    )
+    for r, ood_set in enumerate(sets):
+        rows = mean[mean["set"] == ood_set]
+        ax = axes[r, 0]
+        ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=0.8, zorder=1)
+        for i, signal in enumerate(signals):
+            roc = rows[(rows["signal"] == signal) & (rows["curve"] == "roc")]
+            ax.plot(
+                roc["x"],
+                roc["y"],
+                color=SIGNAL_COLOURS.get(signal, "0.3"),
+                linewidth=2.2 - 0.4 * i,
+                zorder=2 + i,
+                gid=f"roc:{signal}",
+            )
+        ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="FPR (set accepted)" if r == len(sets) - 1 else "")
+        ax.set_ylabel(f"{ood_set}\nTPR (clean accepted)", fontsize="small")
+        for c, signal in enumerate(signals, start=1):
+            ax = axes[r, c]
+            for side, (_, colour) in CURVE_SIDES.items():
+                hist = rows[(rows["signal"] == signal) & (rows["curve"] == side)]
+                width = float(np.diff(hist["x"].to_numpy()[:2])[0]) if len(hist) > 1 else 1.0
+                edges = np.r_[hist["x"].to_numpy() - width / 2, hist["x"].to_numpy()[-1:] + width / 2]
+                filled = side == "in"
+                ax.stairs(
+                    hist["y"],
+                    edges,
+                    fill=filled,
+                    color=colour,
+                    alpha=0.55 if filled else 1.0,
+                    linewidth=1.6,
+                    gid=f"hist:{signal}:{side}",
+                )
+            if r == 0:
+                ax.set_title(SIGNAL_NAMES.get(signal, signal).replace(", −u", ""), fontsize="small")
+            ax.set_yticks([])
+            plain_numbers(ax, "x")
+        if r == 0:
+            axes[0, 0].set_title("ROC curve", fontsize="small")
+    fig.suptitle(heading(title, f"out-of-distribution signals, raw model, {epoch_title(curves, label)}"))
+    handles = [
+        Line2D([], [], color=SIGNAL_COLOURS.get(s, "0.3"), linewidth=2, label=SIGNAL_NAMES.get(s, s)) for s in signals
+    ]
+    handles += [
+        Patch(facecolor=c, alpha=0.55, label=n) if side == "in" else Line2D([], [], color=c, label=n)
+        for side, (n, c) in CURVE_SIDES.items()
+    ]
+    note = f"fractions of inputs per bin and ROC points averaged over {curves['seed'].nunique()} seed(s)"
+    figure_legend(fig, handles, note, ncols=3)
     return save(fig, paths)
 
 

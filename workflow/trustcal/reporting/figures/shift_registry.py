@@ -36,6 +36,7 @@ SHIFT_TABLES: dict[str, tuple[tuple[str, ...], str]] = {
         "shift_table",
     ),
     "shift_ood": (("seed", "epoch", "epoch_label", "set", "calibrator", "signal", "auroc"), "shift_ood_table"),
+    "shift_ood_curves": (("seed", "epoch_label", "set", "calibrator", "signal", "curve", "x", "y"), "shift_ood_table"),
 }
 
 
@@ -74,6 +75,12 @@ SHIFT_FIGURES: dict[str, FigureSpec] = {
             "shift_ood",
             "AUROC of telling clean test images from each out-of-distribution set, per signal and calibrator",
             table="shift_ood",
+        ),
+        _shift_figure(
+            "shift_ood_curves",
+            "each signal's histogram on clean test images and on each out-of-distribution set, and its ROC "
+            "curve, of the raw model at the best-validation epoch, over the seeds",
+            table="shift_ood_curves",
         ),
     )
 }
