@@ -92,16 +92,15 @@ def shift_logits_stage(setup, prepared, ckpt_dir, history, set_file, out, wanted
     shifted = read_result_npz(set_file, ("images", "labels", "severities", "test_indices", "kind"), rule="shift_images")
     data = load_prepared(prepared)
     cfg = logits_config(_run_setup(setup, prepared), data)
+    images = shifted["images"]  # severities × N × C × H × W: one forward pass over all of them, per epoch
+    flat = images.reshape(-1, *images.shape[2:])
+    # the labels are not read (an out-of-distribution set's are -1, no class of the run)
+    dummy = np.zeros(len(flat), dtype=np.int64)
     logits = []
     for epoch in epochs:
-        per_severity = []
-        for images in shifted["images"]:
-            # the labels are not read (an out-of-distribution set's are -1, no class of the run)
-            dummy = np.zeros(len(images), dtype=np.int64)
-            arrays = compute_logits(checkpoint_path(ckpt_dir, epoch), cfg, {**data, "x_test": images, "y_test": dummy})
-            per_severity.append(arrays["test_logits"])
-        logits.append(np.stack(per_severity))
-        log.info("epoch %d: logits of %d severities of %s", epoch, len(per_severity), set_file)
+        arrays = compute_logits(checkpoint_path(ckpt_dir, epoch), cfg, {**data, "x_test": flat, "y_test": dummy})
+        logits.append(arrays["test_logits"].reshape(*images.shape[:2], -1))
+        log.info("epoch %d: logits of %d severities of %s", epoch, len(images), set_file)
     write_npz(
         out,
         logits=np.stack(logits).astype(np.float32),
