@@ -30,10 +30,13 @@ from trustcal.study.png import save_png
 from trustcal.study.provenance import config_files, data_sources, provenance, run_config
 from trustcal.study.ranking_figure import write_ranking
 from trustcal.study.report import REPORT_FILE, Beyond, Costs, DatasetSection, Report, load_report, plain
+from trustcal.study.shift import answer_lines, shift_questions
 from trustcal.training.history import best_epoch
 
 STUDY_FIGURES = ("trust_grid", "loss_curves", "calibration_metrics", "reliability", "network_opinion")
 CALIBRATOR_FIGURES = ("calibrator_trust", "calibrator_metrics", "calibrator_reliability")
+SHIFT_FIGURES = ("shift_metrics", "shift_trust", "shift_trust_accuracy", "shift_ood", "shift_ood_curves")
+SHIFT_TABLES = ("shift", "shift_ood", "shift_ood_curves")  # results/{run}/<table>.csv, when shift: asked for sets
 OPTIMIZERS = {"sgd": "SGD", "adam": "Adam"}
 GZIP = {"method": "gzip", "mtime": 0}  # no time stamp in the header (the file name is): a table gives the same bytes
 
@@ -89,6 +92,21 @@ def question_answers(
     return answers
 
 
+def shift_answers(results: Path, ds: str, out: Path) -> tuple[list[str], list[str]]:
+    """The answers to docs/method.md §14.1's questions under shift for ``ds`` and its shift figures copied, when
+    the run has shift tables (none: two empty lists); writes ``out/{ds}_{table}.csv.gz`` of each table and
+    ``out/{ds}_shift_questions.csv``."""
+    found = {t: results / ds / f"{t}.csv" for t in SHIFT_TABLES if (results / ds / f"{t}.csv").exists()}
+    if not found:
+        return [], []
+    tables = {t: pd.read_csv(p) for t, p in found.items()}
+    for t, df in tables.items():
+        df.to_csv(out / f"{ds}_{t}.csv.gz", index=False, float_format="%.6g", compression=GZIP)
+    questions = shift_questions(tables.get("shift"), tables.get("shift_ood"))
+    questions.to_csv(out / f"{ds}_shift_questions.csv", index=False, float_format="%.6g")
+    return answer_lines(questions), _copy_figures(results, ds, SHIFT_FIGURES, out)
+
+
 def dataset_section(
     results: Path, ds: str, seeds: Sequence[int], out: Path, name: str, label: str = "", note: str = ""
 ) -> DatasetSection:
@@ -119,6 +137,7 @@ def dataset_section(
         section.calibrators = tb.calibrators(scores, tables["trust"], tables["history"], paired)
         section.calibrators.figures = _copy_figures(results, ds, CALIBRATOR_FIGURES, out)
     section.answers = question_answers(results, ds, seeds, tables, per_seed, out)
+    section.shift, section.shift_figures = shift_answers(results, ds, out)
     return section
 
 

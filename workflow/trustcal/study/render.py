@@ -39,6 +39,11 @@ FIGURE_TITLES = {
     "calibrator_trust": "Trust opinion per epoch for every calibrator, with bootstrap bands",
     "calibrator_metrics": "ECE, smooth ECE, NLL and Brier per epoch for every calibrator, with bootstrap bands",
     "calibrator_reliability": "Reliability of every calibrator at the best-validation epoch",
+    "shift_metrics": "Accuracy, NLL, Brier and ECE against corruption severity, a box per calibrator",
+    "shift_trust": "Network belief, disbelief and uncertainty against corruption severity",
+    "shift_trust_accuracy": "Network belief against accuracy over corruptions and severities",
+    "shift_ood": "AUROC of each signal against each out-of-distribution set",
+    "shift_ood_curves": "ROC curves and histograms of each signal, clean against out-of-distribution",
 }
 VERDICT_ORDER = (REPRODUCED, "not reproduced", "inconclusive", NOT_COMPARABLE)
 METRICS_HEADER = ["epoch", "test accuracy", "test NLL before → after", "test ECE before → after", "temperature"]
@@ -227,6 +232,26 @@ def dataset_body(s: DatasetSection) -> list[str]:
         lines += [f"![{s.title}: {FIGURE_TITLES[fig]}{paper}](results/study/{s.name}_{fig}.png)", ""]
     if s.calibrators is not None:
         lines += calibrator_lines(s, s.calibrators)
+    if s.shift or s.shift_figures:
+        lines += shift_lines(s)
+    return lines
+
+
+def shift_lines(s: DatasetSection) -> list[str]:
+    """The run under dataset shift: the answers to docs/method.md §14.1's questions, the tables, the figures."""
+    tables = ", ".join(f"[{t}](results/study/{s.name}_{t}.csv.gz)" for t in ("shift", "shift_ood", "shift_ood_curves"))
+    lines = [
+        f"#### {s.title}: under dataset shift" + (f" ({s.label})" if s.label else ""),
+        "",
+        "Every calibrator fitted on the clean validation split and applied unchanged to corrupted and "
+        "out-of-distribution test images, at the best-validation epoch (docs/method.md §14; the tables: "
+        f"{tables}; each question's numbers: [{s.name}_shift_questions.csv](results/study/{s.name}_shift_questions.csv)).",
+        "",
+        *(f"- {a}" for a in s.shift),
+        "",
+    ]
+    for fig in s.shift_figures:
+        lines += [f"![{s.title}: {FIGURE_TITLES[fig]}](results/study/{s.name}_{fig}.png)", ""]
     return lines
 
 
@@ -458,6 +483,16 @@ def study_markdown(report: Report) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def shift_summary(report: Report) -> list[str]:
+    """The README's lines on trust under dataset shift: each run's answers (none: no lines)."""
+    runs = [s for s in report.datasets if s.shift]
+    if not runs:
+        return []
+    lines = ["**Under dataset shift** (docs/method.md §14; corrupted and out-of-distribution test images):", ""]
+    lines += [f"- {s.labelled}: {a}" for s in runs for a in s.shift]
+    return [*lines, ""]
+
+
 def readme_block(report: Report) -> str:
     """The README's summary: the run and its data, the metrics per dataset, the verdict's counts (the run's and
     the author's predictions'), the jobs' cost, the findings, one paragraph per run beyond the paper's, the line
@@ -509,6 +544,7 @@ def readme_block(report: Report) -> str:
         "",
         *(p for paragraph in beyond for p in (paragraph, "")),
         *([summary_line(report.ranking), ""] if report.ranking is not None else []),
+        *shift_summary(report),
         "The full account (the figures, every calibrator, the verdict's table and the statements that contradict "
         f"each other{', what the jobs cost' if c else ''}"
         f"{', the runs beyond the paper' if report.beyond else ''}): "

@@ -111,6 +111,8 @@ class DatasetSection:
     calibrators: Calibrators | None = None
     answers: list[str] = field(default_factory=list)  # docs/method.md §13's questions answered
     paired_table: bool = False  # {name}_paired.csv.gz written
+    shift: list[str] = field(default_factory=list)  # §14.1's questions under dataset shift answered
+    shift_figures: list[str] = field(default_factory=list)  # shift figures copied
 
     @property
     def labelled(self) -> str:
