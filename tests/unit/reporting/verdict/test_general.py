@@ -287,3 +287,32 @@ def test_flagged_predictions_of_a_run_are_left_out_of_its_general_claims_only():
     )
     assert table.at[("trust_starts_alike", "fashion_mnist"), "verdict_without_flagged"] != ""
     assert table.at[("trust_starts_alike", "mnist"), "verdict_without_flagged"] == ""
+
+
+def test_a_run_without_the_papers_datasets_opens_with_its_general_claims(tmp_path):
+    """Fashion-MNIST alone: the verdict (Markdown and HTML) opens with the general claims on the run, names the
+    calibrator "after" means, collapses the paper's statements into one line, and lists no contradiction (none
+    of the paper's statements was judged)."""
+    trust, history, boot = write_runs(tmp_path, {"fashion_mnist": BEYOND["fashion_mnist"]})
+    md, csv, page = (tmp_path / "results" / f"reproduction.{ext}" for ext in ("md", "csv", "html"))
+    verdict.verdict_stage(trust, history, md, csv, SETTINGS, out_html=page, bootstrap_paths=boot)
+    text, html_text = md.read_text(encoding="utf-8"), page.read_text(encoding="utf-8")
+    table = pd.read_csv(csv)
+    n_paper = int((table["scope"] == "paper").sum())
+    assert text.startswith("# Verdict on this run")
+    assert text.index(f"## {verdict.GENERAL_TITLE}") < text.index("## The paper's statements")
+    assert "*After calibration* is temperature scaling" in text
+    line = f"{n_paper} statements of the paper about MNIST and CIFAR-10: not judged on this run"
+    assert line in text and text.count("| not comparable |") == 0  # the paper's rows are not listed
+    assert "Summary: 0 reproduced" not in text and "contradict each other" not in text
+    # the HTML: the general table before the paper's, which is folded away under the one line
+    assert html_text.index(verdict.GENERAL_TITLE) < html_text.index("<details><summary>")
+    assert line in html_text and "contradict each other" not in html_text
+    # with a paper dataset among the runs the page keeps its order: the paper's statements first
+    trust, history, boot = write_runs(
+        tmp_path / "both", {"mnist": PAPER_RUNS["mnist"], **{"fashion_mnist": BEYOND["fashion_mnist"]}}
+    )
+    md2 = tmp_path / "both" / "r.md"
+    verdict.verdict_stage(trust, history, md2, md2.with_suffix(".csv"), SETTINGS, bootstrap_paths=boot)
+    both = md2.read_text(encoding="utf-8")
+    assert both.startswith("# Reproduction verdict") and both.index("| Claim |") < both.index(verdict.GENERAL_TITLE)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.files import atomic_path, write_csv
+from trustcal.registry import DATASETS, PAPER_DATASETS
 from trustcal.reporting.digest import digest_lines
 from trustcal.reporting.verdict.claimfile import MASS_TOLERANCE, ClaimsFileError, load_claims
 from trustcal.reporting.verdict.claims import (
@@ -44,6 +45,12 @@ INTRO = (
     "Generated from every run's `trust.csv`, `history.csv` and `trust_bootstrap.npz` by `trustcal.reporting.verdict`; "
     "do not edit by hand. Every result statement of Ouattara §7 (and of the abstract and §8 where they speak "
     "of these experiments), measured on the test set."
+)
+
+INTRO_ANY = (
+    "Generated from every run's `trust.csv`, `history.csv` and `trust_bootstrap.npz` by `trustcal.reporting.verdict`; "
+    "do not edit by hand. None of these runs is on the paper's datasets, so what is judged here are the paper's "
+    "statements about training and calibration in general, measured on the test set of each run."
 )
 
 
@@ -86,7 +93,8 @@ GENERAL_INTRO = (
     "judged on every run of this workflow, each dataset × network, the paper's own included: the same measure, "
     "interval (*paired* where the claim compares after with before calibration) and decision rule as the claim "
     "it generalises (the first, where several do). Each cell: the verdict, the measured mean ± sd (n seeds) and "
-    "the interval."
+    "the interval. *After calibration* is temperature scaling (the paper's calibrator, `temperature`), whatever "
+    "other calibrators the run fits; *before* is the raw model (`none`)."
 )
 GENERAL_HEADER = ("Claim", "Reproduced when")
 GENERAL_DETAILS = "Each general claim, the claims it generalises and what we measure:"
@@ -96,6 +104,26 @@ WARNINGS_INTRO = (
     "converged), one line per kind, run and calibrator; each job's records are in `results/logs/`, next to its log "
     "(`*.warnings.jsonl`)."
 )
+
+
+def paper_absent(datasets: Sequence[str]) -> bool:
+    """Whether none of ``datasets`` (the runs judged) is one of the paper's: its statements are not judged."""
+    return bool(datasets) and not any(ds in PAPER_DATASETS for ds in datasets)
+
+
+def not_judged_line(table: pd.DataFrame) -> str:
+    """The paper's statements in one line, for a verdict on runs without the paper's datasets."""
+    names = " and ".join(DATASETS[ds].title for ds in PAPER_DATASETS)
+    return (
+        f"{len(table)} statements of the paper about {names}: not judged on this run, which has none of "
+        f"their datasets (the general claims above are the paper's statements that any run can test)."
+    )
+
+
+def run_bullets(bullets: Sequence[str]) -> list[str]:
+    """The bullets that describe the run, without those about the paper's statements (their summary, the
+    paper's setup and reference levels), for a verdict that does not judge them."""
+    return [b for b in bullets if not b.startswith(("Summary:", "Reference:", "Differs from the paper"))]
 
 
 def split_scopes(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -185,8 +213,9 @@ def _document(
     for tension in tensions if paper else ():
         if not all(c in by_id.index for c in tension.claims):
             continue
-        if not tension.paper_only and all(by_id.at[c, "verdict"] == NOT_COMPARABLE for c in tension.claims):
-            continue  # nothing measured (dataset not in the run, too few epochs)
+        judged = [by_id.at[c, "verdict"] != NOT_COMPARABLE for c in tension.claims]
+        if not (all(judged) or (tension.paper_only and any(judged))):
+            continue  # a statement not judged (dataset not in the run, too few epochs): no contradiction to show
         parts = [f"`{c}` {fmt_value(by_id.at[c, 'measured_mean'])} ({by_id.at[c, 'verdict']})" for c in tension.claims]
         tension_notes.append(f"{tension.text} This run: {'; '.join(parts)}.")
     if runs and paper:
@@ -284,33 +313,44 @@ def render_markdown(table, settings, datasets, seeds, runs=None, claims_file=Non
     table, general = split_scopes(table)
     section = _general_document(general, settings, runs, claims, claims_file)
     bullets, rows, tensions, details, footer = _document(table, settings, datasets, seeds, runs, paper=paper)
-    lines = [
-        "# Reproduction verdict" if paper else f"# Verdict on {Path(claims_file).name}",
-        "",
-        INTRO if paper else CLAIMS_INTRO.format(file=claims_file),
-        "",
-        *(f"- {b}" for b in bullets),
-        "",
-        footer,
-        "",
-        "| " + " | ".join(HEADER) + " |",
-        "|" + "---|" * len(HEADER),
-    ]
-    for cells in rows:
-        cells = cells[:5] + [f"**{cells[5]}**" if cells[5] != NOT_COMPARABLE else cells[5]] + cells[6:]
-        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
-    lines += _general_markdown(section)
-    if paper:
-        lines += ["", "## Statements of the paper that contradict each other", "", *(f"- {t}" for t in tensions)]
-    lines += [
-        "",
-        "## Each claim: the paper's words and what we measure"
-        if paper
-        else "## Each claim: its words and what we measure",
-        "",
-        *(f"- {d}" for d in details),
-        "",
-    ]
+    if paper and paper_absent(datasets):  # a run of its own: the general claims first, the paper's in a line
+        lines = ["# Verdict on this run", "", INTRO_ANY, "", *_general_markdown(section)[1:], ""]
+        lines += [
+            "## The paper's statements",
+            "",
+            not_judged_line(table),
+            "",
+            *(f"- {b}" for b in run_bullets(bullets)),
+        ]
+        lines += [""]
+    else:
+        lines = [
+            "# Reproduction verdict" if paper else f"# Verdict on {Path(claims_file).name}",
+            "",
+            INTRO if paper else CLAIMS_INTRO.format(file=claims_file),
+            "",
+            *(f"- {b}" for b in bullets),
+            "",
+            footer,
+            "",
+            "| " + " | ".join(HEADER) + " |",
+            "|" + "---|" * len(HEADER),
+        ]
+        for cells in rows:
+            cells = cells[:5] + [f"**{cells[5]}**" if cells[5] != NOT_COMPARABLE else cells[5]] + cells[6:]
+            lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
+        lines += _general_markdown(section)
+        if paper and tensions:
+            lines += ["", "## Statements of the paper that contradict each other", "", *(f"- {t}" for t in tensions)]
+        lines += [
+            "",
+            "## Each claim: the paper's words and what we measure"
+            if paper
+            else "## Each claim: its words and what we measure",
+            "",
+            *(f"- {d}" for d in details),
+            "",
+        ]
     if warnings:
         lines += [f"## {WARNINGS_TITLE}", "", WARNINGS_INTRO, "", *(f"- {w}" for w in warnings), ""]
     return "\n".join(lines)
@@ -389,31 +429,50 @@ def render_html(table, settings, datasets, seeds, runs=None, claims_file=None, c
     )
 
     items = _html_items
-    contradictions = ["<h2>Statements of the paper that contradict each other</h2>", items(tensions)] if paper else []
-
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
-            f"<style>{style}</style></head><body>",
+    contradictions = (
+        ["<h2>Statements of the paper that contradict each other</h2>", items(tensions)] if paper and tensions else []
+    )
+    warning_part = (
+        [f"<h2>{WARNINGS_TITLE}</h2>", f"<p>{_html_text(WARNINGS_INTRO)}</p>", _html_items_plain(warnings)]
+        if warnings
+        else []
+    )
+    paper_table = [f"<table><thead><tr>{head}</tr></thead><tbody>", *body, "</tbody></table>"]
+    if paper and paper_absent(datasets):  # a run of its own: the general claims first, the paper's collapsed
+        title = "Verdict on this run"
+        content = [
+            f"<h1>{html.escape(title)}</h1>",
+            f"<p>{_html_text(INTRO_ANY)}</p>",
+            *_general_html(section),
+            "<h2>The paper's statements</h2>",
+            items(run_bullets(bullets)),
+            f"<details><summary>{_html_text(not_judged_line(table))}</summary>",
+            f"<p>{_html_text(footer)}</p>",
+            *paper_table,
+            "</details>",
+            *warning_part,
+        ]
+    else:
+        content = [
             f"<h1>{html.escape(title)}</h1>",
             f"<p>{_html_text(INTRO if paper else CLAIMS_INTRO.format(file=claims_file))}</p>",
             items(bullets),
             f"<p>{_html_text(footer)}</p>",
-            f"<table><thead><tr>{head}</tr></thead><tbody>",
-            *body,
-            "</tbody></table>",
+            *paper_table,
             *_general_html(section),
             *contradictions,
             "<h2>Each claim: the paper's words and what we measure</h2>"
             if paper
             else "<h2>Each claim: its words and what we measure</h2>",
             items(details),
-            *(
-                [f"<h2>{WARNINGS_TITLE}</h2>", f"<p>{_html_text(WARNINGS_INTRO)}</p>", _html_items_plain(warnings)]
-                if warnings
-                else []
-            ),
+            *warning_part,
+        ]
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
+            f"<style>{style}</style></head><body>",
+            *content,
             "</body></html>",
             "",
         ]
