@@ -327,6 +327,67 @@ def _sorted_spectrum(
     return save(fig, paths)
 
 
+DIRECT_LABELS = 12  # up to this many labels, each line of the trust densities carries its label's number
+
+
+def label_dashes(label: int) -> dict:
+    """The line style of label z in the trust densities: odd labels dashed, so that two neighbouring viridis
+    shades (the ones hard to tell apart) never share a style."""
+    return dict(dashes=DASHED) if label % 2 else {}
+
+
+def label_lines(ax: plt.Axes, palette: dict[int, tuple]) -> None:
+    """A chip with its label's number on each label's line of ``ax`` (the lines of the palette's colours), on the
+    point of the line furthest from the other lines and the chips already placed (distances in points, the y axis
+    as drawn: logarithmic), away from the panel's edges and never over another chip where there is room."""
+    from matplotlib.colors import to_rgba
+
+    ax.get_xlim(), ax.get_ylim()  # the limits as drawn (autoscaled)
+    to_axes = ax.transData + ax.transAxes.inverted()
+    curves = {}
+    for line in ax.get_lines():
+        found = [z for z, c in palette.items() if np.allclose(to_rgba(line.get_color()), c)]
+        xy = to_axes.transform(np.c_[line.get_xdata(), line.get_ydata()])
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if found and len(xy) > 2:
+            curves[found[0]] = xy
+    box = ax.get_position()
+    width, height = (box.width, box.height) * ax.figure.get_size_inches() * 72  # the panel in points
+    chip = np.array([9.0, 10.0])  # a chip's extent in points (one digit at 5.5 pt, with its padding)
+    placed = np.empty((0, 2))
+    for z, xy in sorted(curves.items()):
+        pts = xy * (width, height)
+        others = np.concatenate([o for k, o in curves.items() if k != z] + [np.empty((0, 2))]) * (width, height)
+        near = [others, placed * (width, height)]
+        room = np.full(len(pts), np.inf)
+        for q in near:
+            if len(q):
+                room = np.minimum(room, np.hypot(*(pts[:, None, :] - q[None, :, :]).transpose(2, 0, 1)).min(axis=1))
+        inside = ((xy > 0.05) & (xy < 0.95)).all(axis=1)
+        clear = np.ones(len(pts), bool)
+        for q in placed * (width, height):
+            clear &= ~((np.abs(pts - q) < chip).all(axis=1))
+        for allowed in (inside & clear, inside):
+            if allowed.any():
+                i = int(np.argmax(np.where(allowed, room, -np.inf)))
+                break
+        else:
+            continue
+        placed = np.vstack([placed, xy[i]])
+        r, g, b, _ = palette[z]
+        ax.text(
+            *xy[i],
+            str(z),
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=5.5,
+            color="white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.55 else "black",
+            bbox=dict(boxstyle="round,pad=0.15", facecolor=palette[z], edgecolor="none"),
+            zorder=4,
+        )
+
+
 def trust_density(
     density: pd.DataFrame,
     history: pd.DataFrame,
@@ -363,14 +424,15 @@ def trust_density(
             g = d.groupby(["label", "trust"], sort=True)["density"].agg(["mean", "min", "max"]).reset_index()
             for label, rows in g.groupby("label") if not many else ():
                 colour = palette[int(label)]
-                ax.plot(rows["trust"], rows["mean"], color=colour, linewidth=0.9)
+                ax.plot(rows["trust"], rows["mean"], color=colour, linewidth=0.9, **label_dashes(int(label)))
                 if seeds > 1:
                     ax.fill_between(rows["trust"], rows["min"], rows["max"], color=colour, alpha=0.2, linewidth=0)
             ax.set_yscale("log")
             ax.set_ylim(DENSITY_FLOOR, None)
             ax.set_xlim(0, 1)
             log_ticks(ax)
-            ax.set_title(f"{which_title} · {state}" if which_title else state, fontsize=7.5)
+            head = f"{which_title} · {state}" if which_title else state
+            ax.set_title(head if len(head) <= 58 else f"{which_title}\n{state}", fontsize=7.5)  # long: two lines
             ax.set_ylabel("density" if c == 0 else "")
             ax.set_xlabel("")
     narrow = "\n" if len(states) == 1 else " "  # one column: the label on two lines, within the figure
@@ -383,7 +445,10 @@ def trust_density(
         note = f"median and 10–90 % band of the {labels} labels{each}; log scale"
         fig.suptitle(heading(title, f"trust densities across labels on the test set\n({note})"))
         return save(fig, paths)
-    label_colourbar(fig, axes, k, classes, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01)
+    if k <= DIRECT_LABELS:
+        for ax in axes.flat:  # after every panel: the shared y limits are final
+            label_lines(ax, palette)
+    label_colourbar(fig, axes, k, classes, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01, dashed=True)
     note = f"mean and range over {seeds} seeds; log scale" if seeds > 1 else "log scale"
     fig.suptitle(heading(title, f"trust densities per label on the test set ({note})"))
     return save(fig, paths)

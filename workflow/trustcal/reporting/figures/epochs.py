@@ -22,6 +22,7 @@ from trustcal.reporting.figures.style import (
     MANY_LABELS,
     SET_COLOURS,
     STATE_COLOURS,
+    STATE_WIDTHS,
     across_labels,
     class_rows,
     errorbar,
@@ -33,6 +34,7 @@ from trustcal.reporting.figures.style import (
     label_colourbar,
     label_colours,
     label_count,
+    layer_markersize,
     log_ticks,
     n_seeds,
     named_classes,
@@ -49,6 +51,7 @@ from trustcal.reporting.figures.style import (
 # --------------------------------------------------------------------------- paper figures 1–3
 
 
+LAYERED_NOTE = "where the states agree, the blue line lies inside the wider vermillion one"
 SMALL_MULTIPLES = 20  # up to this many labels: a row of panels per label; with more, the paper's layout
 ROW_HEIGHT = 0.58  # inches per label row of the small multiples
 
@@ -91,7 +94,7 @@ def trust_grid(
                 colour = STATE_COLOURS[state]
                 if several:
                     ax.fill_between(mean.index, mean - sd, mean + sd, color=colour, alpha=0.2, linewidth=0)
-                ax.plot(mean.index, mean.to_numpy(), color=colour, linewidth=0.9)
+                ax.plot(mean.index, mean.to_numpy(), color=colour, linewidth=STATE_WIDTHS[state])  # before: wider
             ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(3))
             ax.tick_params(labelsize=6, pad=1.5)
             plain_numbers(ax)
@@ -103,7 +106,9 @@ def trust_grid(
             if col:
                 ax.set_ylabel("")
     fig.suptitle(heading(title, "trust opinion per label on the test set (opinion mass)"))
-    figure_legend(fig, [h for h in state_handles() if h.get_label() in states], seed_note(per_label))
+    handles = [h for h in state_handles(layered=True) if h.get_label() in states]
+    notes = [seed_note(per_label)] + ([LAYERED_NOTE] if len(states) == 2 else [])
+    figure_legend(fig, handles, "; ".join(n for n in notes if n))
     return save(fig, paths)
 
 
@@ -230,22 +235,29 @@ def temperature_label(calibration: pd.DataFrame) -> str:
     return f"Temperature (fitted on {' and '.join(splits)})" if splits else "Temperature"
 
 
-def _by_state(ax, df, y, *, dashes=None, style=None, legend=False, err=None) -> None:
+def _by_state(ax, df, y, *, dashes=None, style=None, err=None) -> None:
+    """``y`` against the epoch per state, before calibration first and wider (:data:`STATE_WIDTHS`), its markers
+    larger, so that where temperature scaling changes nothing (the accuracy) the vermillion line stays visible
+    around the blue one."""
     kw = dict(style=style, dashes=dashes) if style else {}
-    sns.lineplot(
-        data=df,
-        x="epoch",
-        y=y,
-        hue="state",
-        hue_order=[BEFORE, AFTER],
-        palette=STATE_COLOURS,
-        errorbar=err,
-        ax=ax,
-        legend=legend,
-        marker="o" if df["epoch"].nunique() < 15 else None,
-        markersize=3,
-        **kw,
-    )
+    few = df["epoch"].nunique() < 15
+    for position, state in enumerate((BEFORE, AFTER)):
+        rows = df[df["state"] == state]
+        if rows.empty:
+            continue
+        sns.lineplot(
+            data=rows,
+            x="epoch",
+            y=y,
+            color=STATE_COLOURS[state],
+            linewidth=STATE_WIDTHS[state],
+            errorbar=err,
+            ax=ax,
+            legend=False,
+            marker="o" if few else None,
+            markersize=layer_markersize(2 * position),
+            **kw,
+        )
 
 
 def calibration_metrics(
@@ -281,7 +293,7 @@ def calibration_metrics(
         integer_epochs(ax)
         ax.set_xlabel("Epoch" if ax in axes[1] else "")
     fig.suptitle(heading(title, "calibration metrics on the test set"))
-    handles = state_handles() + [Line2D([], [], color="black", label=temperature_label(cal))]
+    handles = state_handles(layered=True) + [Line2D([], [], color="black", label=temperature_label(cal))]
     figure_legend(fig, handles, seed_note(test))
     return save(fig, paths)
 
@@ -303,7 +315,7 @@ def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Pa
         ax.set_ylabel("generalized mean of p(true class)" if ax is axes[0] else "")
         ax.set_xlabel("Epoch")
         integer_epochs(ax)
-    handles = state_handles() + [
+    handles = state_handles(layered=True) + [
         Line2D([], [], color="0.3", label="Reported"),
         Line2D([], [], color="0.3", linestyle="--", label="Measured"),
     ]
@@ -324,5 +336,5 @@ def network_opinion(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]
         integer_epochs(ax)
     plain_numbers(axes[2])
     fig.suptitle(heading(title, "network opinion (cumulative fusion of the label opinions)"))
-    figure_legend(fig, state_handles(), seed_note(net))
+    figure_legend(fig, state_handles(layered=True), seed_note(net))
     return save(fig, paths)

@@ -15,9 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from trustcal.files import RAW
+from trustcal.reporting.figures.calibrators import calibrator_name
 from trustcal.reporting.figures.style import (
     FIGURE_SIZES,
     STATE_COLOURS,
@@ -26,6 +26,10 @@ from trustcal.reporting.figures.style import (
     figure_legend,
     heading,
     integer_epochs,
+    interval_handle,
+    layer_markersize,
+    layer_width,
+    marker_every,
     n_seeds,
     new_figure,
     plain_numbers,
@@ -36,24 +40,47 @@ from trustcal.reporting.figures.style import (
     with_state,
 )
 
-SCORE_STYLES = {  # score of selective.csv → (legend name, colour); Okabe–Ito
-    "max_probability": ("max probability", "#000000"),
-    "belief": ("belief b", "#0072B2"),
-    "projected_probability": ("projected probability b + a·u", "#009E73"),
-    "evidence": ("evidence 1 − u", "#CC79A7"),
+SCORE_STYLES = {  # score of selective.csv → (legend name, colour, marker); Okabe–Ito
+    "max_probability": ("max probability", "#000000", "o"),
+    "belief": ("belief b", "#0072B2", "s"),
+    "projected_probability": ("projected probability b + a·u", "#009E73", "^"),
+    "evidence": ("evidence 1 − u", "#CC79A7", "D"),
 }
+OTHER_SCORE = ("0.5", "p")  # a score of selective.csv not named above: grey pentagons
 BAND_ALPHA = 0.18
 
 
+def score_style(score: str, position: int, points: int = 0) -> dict:
+    """The ``plot`` keywords of the score drawn ``position``-th (0: first) over ``points`` points: its colour and
+    marker, the width and marker size of its position, the first widest (where u ≈ 0, belief b and the projected
+    probability b + a·u are equal: the later line lies inside the earlier one)."""
+    _, colour, marker = SCORE_STYLES.get(score, (score, *OTHER_SCORE))
+    return dict(
+        color=colour,
+        marker=marker,
+        markersize=layer_markersize(position) - 1.0,
+        markevery=marker_every(points, position),
+        linewidth=layer_width(position),
+        markeredgecolor="white",
+        markeredgewidth=0.4,
+    )
+
+
+def score_name(score: str) -> str:
+    return SCORE_STYLES.get(score, (score,))[0]
+
+
 def _model_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The raw model's rows (the first calibrator's where there are none) and how a title names them."""
+    """The raw model's rows (the first calibrator's where there are none) and how a title names them (the
+    calibrator's name of every figure, :data:`~.calibrators.CALIBRATOR_NAMES`)."""
     names = list(dict.fromkeys(df["calibrator"].astype(str)))
     chosen = RAW if RAW in names else names[0]
-    return df[df["calibrator"].astype(str) == chosen], "raw model" if chosen == RAW else f"calibrator {chosen}"
+    return df[df["calibrator"].astype(str) == chosen], calibrator_name(chosen)
 
 
 def _band_line(ax: plt.Axes, df: pd.DataFrame, column: str, colour: str, **line) -> None:
-    """Mean over seeds of ``column`` against the epoch, with its band (bootstrap, else ± sd over seeds)."""
+    """Mean over seeds of ``column`` against the epoch, with its band (bootstrap, else ± sd over seeds); ``line``:
+    the ``plot`` keywords (by default a dot on each of fewer than 15 epochs)."""
     if df.empty or column not in df or df[column].isna().all():
         return
     g = df.groupby("epoch")
@@ -67,7 +94,8 @@ def _band_line(ax: plt.Axes, df: pd.DataFrame, column: str, colour: str, **line)
         lo = hi = None
     if lo is not None:
         ax.fill_between(mean.index, lo, hi, color=colour, alpha=BAND_ALPHA, linewidth=0)
-    ax.plot(mean.index, mean.values, color=colour, marker="o" if len(mean) < 15 else None, markersize=3, **line)
+    line = {"marker": "o" if len(mean) < 15 else None, "markersize": 3, **line, "color": colour}
+    ax.plot(mean.index, mean.values, **line)
 
 
 # --------------------------------------------------------------------------- §13.1 selective prediction
@@ -97,22 +125,23 @@ def selective_prediction(
             ax.set_visible(False)
             continue
         at = picked[picked["which"] == which]
-        for score in scores:
-            name, colour = SCORE_STYLES.get(score, (score, "0.5"))
+        for position, score in enumerate(scores):
             curve = at[at["score"] == score][[c for _, c in risks]].mean()
-            ax.plot([c for c, _ in risks], curve.to_numpy(), color=colour, marker="o", markersize=2.5, linewidth=1.0)
+            ax.plot([c for c, _ in risks], curve.to_numpy(), **{**score_style(score, position), "markevery": None})
         ax.set_title(f"Risk–coverage, {which_title[:1].lower() + which_title[1:]}" if which_title else "Risk–coverage")
         ax.set_xlabel("Coverage (fraction of predictions accepted)")
         ax.set_ylabel("Selective risk (error rate)")
         ax.set_xlim(0, 1)
         plain_numbers(ax)
     area, diff = axes[1]
-    for score in scores:
-        name, colour = SCORE_STYLES.get(score, (score, "0.5"))
+    epochs = rows["epoch"].nunique()
+    for position, score in enumerate(scores):
         part = rows[rows["score"] == score]
-        _band_line(area, part, "aurc", colour, linewidth=1.0)
+        style = score_style(score, position, epochs)
+        colour = style.pop("color")
+        _band_line(area, part, "aurc", colour, **style)
         if score != "max_probability":
-            _band_line(diff, part, "diff_aurc", colour, linewidth=1.0)
+            _band_line(diff, part, "diff_aurc", colour, **style)
     diff.axhline(0, color="0.4", linestyle=":", linewidth=0.8)
     area.set_title("AURC per epoch (lower: errors ranked later)")
     diff.set_title("AURC of the score − AURC of the max probability")
@@ -121,10 +150,8 @@ def selective_prediction(
         integer_epochs(ax)
         plain_numbers(ax)
     fig.suptitle(heading(title, f"per-prediction opinion as a selective-prediction signal ({model}, test set)"))
-    handles = [
-        Line2D([], [], color=SCORE_STYLES.get(s, (s, "0.5"))[1], label=SCORE_STYLES.get(s, (s,))[0]) for s in scores
-    ]
-    handles.append(Patch(color="0.6", alpha=0.3, label="95 % bootstrap interval (paired for the difference)"))
+    handles = [Line2D([], [], label=score_name(s), **score_style(s, i)) for i, s in enumerate(scores)]
+    handles.append(interval_handle("95 % bootstrap interval (band of each score's colour;\npaired for the difference)"))
     figure_legend(fig, handles, seed_note(rows), ncols=3)
     return save(fig, paths)
 
@@ -134,6 +161,10 @@ def selective_prediction(
 
 LOSSES = (("nll", "NLL", " (nats / sample)"), ("brier", "Brier score", ""))
 TERM_COLOURS = {"loss": "#000000", "refinement": "#0072B2", "calibration": "#D55E00", "validation": "#009E73"}
+TERM_STYLES = {  # the loss and its refinement share a panel and are equal where the calibration term is 0
+    "loss": dict(linewidth=layer_width(0), markersize=layer_markersize(0) - 1.0),
+    "refinement": dict(linewidth=1.0, marker="s", markersize=3),
+}
 
 
 def calibration_refinement(scores: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
@@ -148,8 +179,8 @@ def calibration_refinement(scores: pd.DataFrame, title: str, paths: Sequence[str
     marks = []
     for r, (loss, name, unit) in enumerate(LOSSES):
         left, right = axes[r]
-        _band_line(left, rows, loss, TERM_COLOURS["loss"], linewidth=1.0)
-        _band_line(left, rows, f"{loss}_refinement", TERM_COLOURS["refinement"], linewidth=1.0)
+        _band_line(left, rows, loss, TERM_COLOURS["loss"], **TERM_STYLES["loss"])  # under the refinement, wider
+        _band_line(left, rows, f"{loss}_refinement", TERM_COLOURS["refinement"], **TERM_STYLES["refinement"])
         _band_line(right, rows, f"{loss}_calibration", TERM_COLOURS["calibration"], linewidth=1.0)
         right.axhline(0, color="0.4", linestyle=":", linewidth=0.8)
         left.set_title(f"{name} and its refinement{unit}")
@@ -170,8 +201,14 @@ def calibration_refinement(scores: pd.DataFrame, title: str, paths: Sequence[str
             ax.axvline(epoch, color=colour, linestyle=":", linewidth=1.0)
     fig.suptitle(heading(title, f"calibration and refinement per epoch ({model}, test set)"))
     handles = [
-        Line2D([], [], color=TERM_COLOURS["loss"], label="loss"),
-        Line2D([], [], color=TERM_COLOURS["refinement"], label="refinement (after cross-fitted temperature scaling)"),
+        Line2D([], [], color=TERM_COLOURS["loss"], marker="o", label="loss", **TERM_STYLES["loss"]),
+        Line2D(
+            [],
+            [],
+            color=TERM_COLOURS["refinement"],
+            label="refinement (after cross-fitted temperature scaling)",
+            **TERM_STYLES["refinement"],
+        ),
         Line2D([], [], color=TERM_COLOURS["calibration"], label="calibration = loss − refinement"),
     ] + [Line2D([], [], color=c, linestyle=":", label=f"{label} (epoch {e})") for e, c, label in marks]
     bands = "bands: 95 % bootstrap interval, the recalibration held fixed"

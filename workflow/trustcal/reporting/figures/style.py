@@ -229,12 +229,22 @@ def named_classes(classes: Sequence[str] | None) -> list[str] | None:
     return None if not names or names == [str(z) for z in range(len(names))] else names
 
 
-def label_colourbar(fig: plt.Figure, axes, n_labels: int, classes: Sequence[str] | None = None, **kw) -> None:
-    """A discrete colour bar naming each label (paper Figures 1–2 style)."""
+def label_colourbar(
+    fig: plt.Figure, axes, n_labels: int, classes: Sequence[str] | None = None, dashed: bool = False, **kw
+) -> None:
+    """A discrete colour bar naming each label (paper Figures 1–2 style); ``dashed``: each odd label's cell crossed
+    by a dashed line, as its line is drawn (``distributions.label_dashes``)."""
     colours = label_colours(n_labels)
     cmap = matplotlib.colors.ListedColormap([colours[z] for z in range(n_labels)])
     norm = matplotlib.colors.BoundaryNorm(np.arange(n_labels + 1) - 0.5, n_labels)
     cbar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, **kw)
+    if dashed and n_labels <= MANY_LABELS:
+        for z in range(1, n_labels, 2):
+            r, g, b, _ = colours[z]
+            ink = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.55 else "black"
+            cbar.ax.plot(
+                [0.1, 0.9], [z, z], color=ink, linewidth=0.9, dashes=DASHED, transform=cbar.ax.get_yaxis_transform()
+            )
     if n_labels <= MANY_LABELS:  # a tick per label; beyond, a few (a tick per class is unreadable)
         cbar.set_ticks(range(n_labels))
     else:
@@ -269,8 +279,55 @@ def label_band_handles(colour: str = "0.35", what: str = "labels") -> list:
     ]
 
 
-def state_handles() -> list:
-    return [Line2D([], [], color=c, label=s) for s, c in STATE_COLOURS.items()]
+def state_handles(layered: bool = False) -> list:
+    """Legend entries of the two states; ``layered``: with the widths of :data:`STATE_WIDTHS` (the figures that
+    draw the states over each other)."""
+    return [
+        Line2D([], [], color=c, linewidth=STATE_WIDTHS[s] if layered else None, label=s)
+        for s, c in STATE_COLOURS.items()
+    ]
+
+
+# --------------------------------------------------------------------------- lines that coincide
+
+# Lines that may coincide (the raw model and a calibrator that changes little, two scores equal where u ≈ 0) are
+# drawn in a fixed order, the first widest: a line drawn over an equal one leaves the earlier one's rim visible.
+# A calibrator or a score also has its own marker shape, the earlier ones larger (from SPARSE_MARKERS points on, a
+# few markers only).
+LAYER_WIDEST, LAYER_STEP, LAYER_NARROWEST = 2.0, 0.4, 0.8
+STATE_WIDTHS = {BEFORE: 1.8, AFTER: 0.9}  # before calibration under after, wherever they agree
+SPARSE_MARKERS = 15  # from this many points on, a marker every few points only (each series at its own offset)
+
+
+def layer_width(position: int) -> float:
+    """The line width of the series drawn ``position``-th (0: first) among series that may coincide."""
+    return max(LAYER_NARROWEST, LAYER_WIDEST - LAYER_STEP * position)
+
+
+def layer_markersize(position: int) -> float:
+    """The marker size of the series drawn ``position``-th: larger for the earlier ones, as their lines are wider."""
+    return 2.6 + layer_width(position)
+
+
+def marker_every(points: int, position: int):
+    """``markevery`` of a series of ``points`` points drawn ``position``-th: every point below
+    :data:`SPARSE_MARKERS` points, else about eight markers, each series at its own offset (markers of equal
+    series do not pile up on the same points)."""
+    if points < SPARSE_MARKERS:
+        return None
+    step = -(-points // 8)
+    return (position % step, step)
+
+
+INTERVAL_HATCH = "/////"
+
+
+def interval_handle(label: str):
+    """The legend entry of the bands of an interval: an outlined, hatched swatch, which no series' own band (a
+    filled swatch of its colour, pale grey included) can be mistaken for."""
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor="none", edgecolor="0.35", hatch=INTERVAL_HATCH, linewidth=0.6, label=label)
 
 
 def figure_legend(fig: plt.Figure, handles: list, title: str, ncols: int | None = None) -> None:
@@ -330,11 +387,30 @@ def which_titles(chosen: pd.DataFrame) -> dict[str, str]:
 
 def chosen_columns(chosen: pd.DataFrame) -> list[tuple[str, str]]:
     """(which, title) of the columns of the figures at the chosen epochs: first, best-validation and last;
-    where every seed has a single epoch (one set of predictions), that epoch alone, untitled."""
+    where every seed has a single epoch (one set of predictions), that epoch alone, untitled.
+
+    Two chosen epochs that are the same epoch for every seed (the best-validation epoch is the last, or the
+    first) are one column, titled by both ("Best validation loss = last epoch (epoch 4)"), its ``which`` the
+    later one: the same diagram is never drawn twice."""
     if chosen["epoch"].nunique() <= 1:
         return [("last", "")]
+    epochs = chosen.pivot(index="seed", columns="which", values="epoch")
+    groups: list[list[str]] = []
+    for w in WHICH:
+        if groups and (epochs[w] == epochs[groups[-1][-1]]).all():
+            groups[-1].append(w)
+        else:
+            groups.append([w])
     titles = which_titles(chosen)
-    return [(w, titles[w]) for w in WHICH]
+    columns = []
+    for group in groups:
+        if len(group) == 1:
+            columns.append((group[0], titles[group[0]]))
+            continue
+        names = [WHICH_TITLES[group[0]]] + [WHICH_TITLES[w][:1].lower() + WHICH_TITLES[w][1:] for w in group[1:]]
+        at = epochs_text(chosen.loc[chosen["which"] == group[-1], "epoch"])
+        columns.append((group[-1], f"{' = '.join(names)} ({at})"))
+    return columns
 
 
 def states_of(df: pd.DataFrame) -> list[str]:
