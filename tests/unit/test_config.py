@@ -80,7 +80,7 @@ def test_seeds_and_checksums_per_dataset(paper):
     study = yaml.safe_load((REPO / "workflow" / "study" / "config.yaml").read_text())
     cfg = validate_config({**paper, **study})
     assert cfg["seeds"] == {"mnist": [0, 1, 2, 3, 4], "cifar10": [0, 1, 2]}
-    assert cfg["verify_checksums"] == {"mnist": True, "cifar10": False}
+    assert cfg["verify_checksums"] == {"mnist": True, "cifar10": False, "fashion_mnist": False}
     from trustcal.config import per_dataset
 
     assert per_dataset(cfg, "seeds", "cifar10") == [0, 1, 2] and per_dataset(paper, "seeds", "mnist") == [0]
