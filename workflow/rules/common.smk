@@ -6,7 +6,6 @@
 # Paths are taken relative to this file (workflow.current_basedir), never to
 # workflow.basedir: when another workflow imports this one as a `module`,
 # workflow.basedir is the importing workflow's directory.
-import os
 import re
 import sys
 from pathlib import Path
@@ -41,21 +40,18 @@ def package_code(script):
 
 def config_layers():
     """Where the configuration came from, in Snakemake's order of precedence: the workflow's
-    configfile (config.yaml, or an importing workflow's), each --configfile, --config. Messages
+    configfile (config.yaml, or an importing workflow's), each --configfile, --config
+    (trustcal.config.config_layers, from what package.smk kept of the command line's part). Messages
     name the layer that set a key (trustcal.config.config_source)."""
-    from snakemake.common.configfile import load_configfile
+    from trustcal.config import config_layers as layers
 
-    settings = workflow.config_settings
-    given = [Path(f).absolute() for f in settings.configfiles]
-    layers = [
-        (str(f), load_configfile(f))
-        for f in workflow.configfiles
-        if Path(f).absolute() not in given
-    ]
-    layers += [
-        (f"--configfile {os.path.relpath(f)}", load_configfile(f)) for f in given
-    ]
-    return [*layers, ("--config", dict(settings.config))]
+    return layers(
+        workflow.configfiles[len(COMMAND_LINE_CONFIGFILES) :],
+        COMMAND_LINE_CONFIGFILES,
+        sys.argv[1:],
+        command_line=COMMAND_LINE_CONFIG,
+        config=config,
+    )
 
 
 CONFIG_LAYERS = config_layers()
@@ -75,19 +71,76 @@ for _line in config_warnings(config):
     print(f"warning: {_line}", file=sys.stderr)
 
 
+def rule_names():
+    """This workflow's rules, in the order workflow/Snakefile includes their files (the stages' order);
+    none without a local copy of the workflow (a remote module)."""
+    snakefile = WORKFLOW_DIR / "Snakefile"
+    if not snakefile.is_file():
+        return []
+    names = []
+    for name in re.findall(r'^include:\s*"([^"]+)"', snakefile.read_text(), flags=re.M):
+        path = WORKFLOW_DIR / name
+        if path.is_file():
+            text = path.read_text()
+            names += re.findall(r"^(?:rule|checkpoint)\s+(\w+)\s*:", text, flags=re.M)
+    return names
+
+
+def rule_files(name):
+    """A rule's output patterns, and those of every file its job writes (outputs, log, benchmark), from
+    its `rules.<name>` proxy (Snakemake's public view of a rule); nothing for a rule not defined here.
+    """
+    try:
+        proxy = getattr(rules, name)
+    except WorkflowError:
+        return [], []
+    outputs = [str(f) for f in proxy.output]
+    try:
+        benchmark = [str(proxy.benchmark)]
+    except TypeError:  # a rule without a benchmark (`all`)
+        benchmark = []
+    return outputs, [*outputs, *(str(f) for f in proxy.log), *benchmark]
+
+
+def planned_writes():
+    """The files the jobs of this run are about to write (trustcal.files.planned): every job of the configured
+    runs with a missing output, each rule's patterns over the runs' datasets and seeds (a data rule's,
+    results/data/{dataset}/, over the datasets they read), calibrators, shifted sets and external sets.
+    """
+    from trustcal.files.planned import planned_writes as planned
+
+    shift_sets = globals().get("SHIFT_SETS", {})  # shift_helpers.smk
+    shift_data_sets = globals().get("SHIFT_DATA_SETS", {})
+    common = {
+        "calibrator": FITTED_METHODS,
+        "name": list(config.get("external") or {}),
+    }
+    per_run = {
+        **common,
+        "dataset": list(DATASETS),
+        "seed": lambda job: [str(s) for s in SEEDS.get(job["dataset"], [])],
+        "shiftset": lambda job: [s.name for s in shift_sets.get(job["dataset"], [])],
+    }
+    per_data = {
+        **common,
+        "dataset": list(DATA),
+        "shiftset": lambda job: list(shift_data_sets.get(job["dataset"], {})),
+    }
+    jobs = []
+    for name in rule_names():
+        outputs, writes = rule_files(name)
+        data = any(f.startswith("results/data/{dataset}") for f in outputs)
+        jobs.append((outputs, writes, per_data if data else per_run))
+    return planned(jobs)
+
+
 def check_outputs_writable():
     """A read-only or full folder that a job of this run writes to (outputs, logs, benchmarks) stops
     the run before its first job, in one line naming the file, the cause and the fix."""
     from trustcal.files import DiskError, check_writable
 
-    paths = {
-        str(f)
-        for job in workflow.dag.needrun_jobs()
-        for f in (*job.output, *job.log, *([job.benchmark] if job.benchmark else []))
-        if "://" not in str(f)
-    }
     try:
-        check_writable(sorted(paths))
+        check_writable([f for f in planned_writes() if "://" not in f])
     except DiskError as exc:
         raise WorkflowError(str(exc)) from None
 

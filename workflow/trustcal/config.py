@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -106,6 +107,23 @@ def check_yaml_syntax(path: str | Path) -> None:
 
 
 CONFIGFILE_FLAGS = ("--configfile", "--configfiles")
+CONFIG_FLAGS = ("--config", "-C")
+
+
+def option_values(args: Sequence[str], flags: Sequence[str]) -> list[str]:
+    """The values a command line gives the options ``flags`` (``nargs="*"`` options, as Snakemake's
+    --configfile and --config are): each argument after one of them up to the next option, or ``FLAG=VALUE``."""
+    values, taking = [], False
+    for arg in args:
+        flag, eq, value = arg.partition("=")
+        if flag in flags:
+            taking = not eq
+            values += [value] if eq else []
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            values.append(arg)
+    return values
 
 
 def configfile_problems(args: Sequence[str]) -> list[str]:
@@ -113,23 +131,102 @@ def configfile_problems(args: Sequence[str]) -> list[str]:
     ``--configfile`` (each argument after it up to the next option, or ``--configfile=FILE``). Snakemake reads
     them before the workflow, and says of a bad one only that it is not valid JSON or YAML: ``make reproduce``
     and ``make report`` check them first (workflow/scripts/check_configfiles.py)."""
-    files, taking = [], False
-    for arg in args:
-        flag, eq, value = arg.partition("=")
-        if flag in CONFIGFILE_FLAGS:
-            taking = not eq
-            files += [value] if eq else []
-        elif arg.startswith("-"):
-            taking = False
-        elif taking:
-            files.append(arg)
     problems = []
-    for path in files:
+    for path in option_values(args, CONFIGFILE_FLAGS):
         if not Path(path).is_file():
             problems.append(f"{path}: no such file (named by --configfile). Fix: correct the path")
         elif problem := yaml_syntax_problem(path):
             problems.append(problem)
     return problems
+
+
+def _merge(base: dict, layer: Mapping) -> dict:
+    """``layer`` merged into ``base`` as Snakemake merges configuration layers: a mapping into a mapping,
+    key by key; any other value replaces."""
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+            base[key] = _merge(dict(base[key]), value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def command_line_config(args: Sequence[str]) -> dict:
+    """What a Snakemake command line sets with ``--config KEY=VALUE …`` (or ``-C``), as mappings: a value
+    written as a YAML mapping (``calibration={methods: [vector]}``, or the ``{'t_min': 0.05}`` a cluster job's
+    command line repeats) is one, key by key; any other is kept as a string (this says which keys are set,
+    Snakemake says what to). A later setting of a key wins over an earlier one."""
+    layer: dict = {}
+    for entry in option_values(args, CONFIG_FLAGS):
+        key, eq, value = entry.partition("=")
+        if not eq or not key:
+            continue  # Snakemake refuses it, in its own words
+        try:
+            parsed = yaml.load(value, Loader=yaml.BaseLoader)  # strings, lists and mappings only
+        except yaml.YAMLError:
+            parsed = value
+        _merge(layer, {key: parsed})
+    return layer
+
+
+def _beyond(config: Mapping, files: Mapping) -> dict:
+    """What ``config`` sets that ``files`` does not, or sets to another value (the keys of a mapping in both,
+    key by key)."""
+    out = {}
+    for key, value in config.items():
+        if key not in files:
+            out[key] = value
+        elif isinstance(value, Mapping) and isinstance(files[key], Mapping):
+            if inner := _beyond(value, files[key]):
+                out[key] = inner
+        elif value != files[key]:
+            out[key] = value
+    return out
+
+
+def _within(layer: Mapping, config: Mapping) -> dict:
+    """The keys of ``layer`` that ``config`` holds too (key by key where both hold a mapping)."""
+    out = {}
+    for key, value in layer.items():
+        if key not in config:
+            continue
+        if isinstance(value, Mapping) and isinstance(config[key], Mapping):
+            if inner := _within(value, config[key]):
+                out[key] = inner
+        else:
+            out[key] = value
+    return out
+
+
+def config_layers(
+    workflow_files: Sequence[str | Path],
+    command_line_files: Sequence[str | Path],
+    args: Sequence[str] = (),
+    command_line: Mapping | None = None,
+    config: Mapping | None = None,
+) -> list[tuple[str, Mapping]]:
+    """The layers of the configuration in Snakemake's order of precedence (:data:`ConfigSources`), from what
+    Snakemake shows a workflow: the files of the workflow's ``configfile:`` (``workflow_files``, each named by
+    its path), then the ``--configfile`` files (``command_line_files``, each named ``--configfile <its path
+    relative to the working directory>``), then ``--config``.
+
+    ``command_line`` is the configuration as the workflow starts, before its ``configfile:`` runs: the merge of
+    the --configfile files and --config (Snakemake's API and a profile's ``config:`` included). ``--config`` is
+    then what it sets beyond the --configfile files, and the keys of it that the command line ``args`` sets with
+    ``--config`` (to a value a file gives too). Where ``command_line`` is not known (an imported workflow, whose
+    configuration is its importer's), ``--config`` is the keys ``args`` sets with ``--config`` that ``config``
+    holds."""
+    from snakemake.common.configfile import load_configfile  # Snakemake's own reader, JSON or YAML
+
+    layers = [(str(f), load_configfile(f)) for f in workflow_files]
+    given = [(f"--configfile {os.path.relpath(f)}", load_configfile(f)) for f in command_line_files]
+    named = _within(command_line_config(args), command_line if command_line is not None else config or {})
+    if command_line is not None:
+        files: dict = {}
+        for _, layer in given:
+            _merge(files, layer)
+        named = _merge(_beyond(command_line, files), named)
+    return [*layers, *given, ("--config", named)]
 
 
 def _fill_defaults(config: dict, schema: dict) -> None:
