@@ -67,7 +67,7 @@ def test_documented_air_gapped_recipe_on_the_real_mnist(tmp_path, shared):
 
 @pytest.mark.slow
 def test_real_cifar10_trains_well_above_chance(tmp_path, shared):
-    """CIFAR-10 rebuilt from the shared JPEGs (build_batches.py), unchecked, two epochs."""
+    """CIFAR-10 rebuilt from the shared JPEGs (build_batches.py), unchecked, one epoch."""
     cifar = shared("datasets/cifar10-jpeg/cifar10-jpg.tar.gz").parent
     run_shell(f"{shlex.quote(sys.executable)} {shlex.quote(str(cifar / 'build_batches.py'))} data", tmp_path)
     cmd = [
@@ -82,7 +82,7 @@ def test_real_cifar10_trains_well_above_chance(tmp_path, shared):
         "2",
         "--config",
         "datasets=[cifar10]",
-        "epochs=2",
+        "epochs=1",
         "download=false",
         "verify_checksums={cifar10: false}",
         "device=cpu",
@@ -92,7 +92,8 @@ def test_real_cifar10_trains_well_above_chance(tmp_path, shared):
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = pd.read_csv(tmp_path / "results" / "cifar10" / "seed0" / "scores.csv")
-    test = scores[(scores["split"] == "test") & (scores["epoch"] == 2)]
-    assert (test["accuracy"] > 0.45).all(), test  # chance is 0.10; the paper's CNN reaches ~0.6 in two epochs
+    test = scores[(scores["split"] == "test") & (scores["epoch"] == 1)]
+    # chance is 0.10; the paper's CNN reaches 0.47-0.53 after one epoch (the study's three seeds)
+    assert (test["accuracy"] > 0.40).all(), test
     manifest = pd.read_csv(tmp_path / "results" / "data" / "cifar10" / "raw_manifest.tsv", sep="\t")
     assert (manifest["verified"] == "not checked (verify_checksums: false)").all()
