@@ -90,3 +90,26 @@ def test_a_problem_names_the_layer_of_the_main_workflow(tmp_path, monkeypatch):
         with pytest.raises(ConfigError) as caught:
             validate_config({"epochs": 0}, sources=layers)
         assert f"{name}: key 'epochs' is 0; it must be ≥ 1" in str(caught.value), args
+
+
+def test_the_configuration_in_one_line_and_the_warning_before_replacing_another_verdict(tmp_path):
+    from trustcal.config import configuration_name, replaced_verdict
+
+    layers = [
+        (str(tmp_path / "config.yaml"), {"epochs": 100}),
+        ("--configfile tiny.yaml", {"epochs": 3}),
+        ("--config", {"epochs": 2, "datasets": ["mnist"]}),
+    ]
+    import os
+
+    rel = os.path.relpath(tmp_path / "config.yaml")
+    name = configuration_name(layers)
+    assert name == f'{rel} + --configfile tiny.yaml + --config epochs=2 datasets=["mnist"]'
+    assert configuration_name(layers[:2] + [("--config", {})]) == f"{rel} + --configfile tiny.yaml"
+    verdict = tmp_path / "reproduction.md"
+    assert replaced_verdict(verdict, name) is None  # no verdict yet
+    verdict.write_text(f"# Reproduction verdict\n\n- Run: …\n- Configuration: {name}.\n")
+    assert replaced_verdict(verdict, name) is None  # this configuration's own
+    warning = replaced_verdict(verdict, "config.yaml + --configfile other.yaml")
+    assert warning.startswith(f"{verdict} is the verdict of another configuration ({name});")
+    assert "--directory runs/<name>" in warning

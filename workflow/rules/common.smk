@@ -19,6 +19,8 @@ from trustcal.config import (
     per_dataset,
     run_setups,
     config_warnings,
+    configuration_name,
+    replaced_verdict,
     validate_config,
 )
 from trustcal.registry import setup_params
@@ -69,6 +71,11 @@ except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 for _line in config_warnings(config):
     print(f"warning: {_line}", file=sys.stderr)
+
+# the configuration in one line: the verdict names it, and warns before replacing another's verdict
+CONFIGURATION = configuration_name(CONFIG_LAYERS)
+if _replaced := replaced_verdict("results/reproduction.md", CONFIGURATION):
+    print(f"warning: {_replaced}", file=sys.stderr)
 
 
 def rule_names():

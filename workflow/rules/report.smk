@@ -53,6 +53,7 @@ rule verdict:
         settings=settings_config(
             "epochs", "clusters", "trust", "calibration", "bootstrap", "setups"
         ),
+        configuration=CONFIGURATION,  # the configuration judged, named in the verdict
         code=package_code("verdict.py"),
     script:
         "../scripts/verdict.py"

@@ -13,7 +13,7 @@ def main(sm):
         sm.input.history,
         sm.output.markdown,
         sm.output.table,
-        dict(sm.params.settings),
+        {**sm.params.settings, "provenance": f"Configuration: {sm.params.configuration}."},
         out_html=sm.output.html,
         bootstrap_paths=sm.input.bootstrap,
         claims_paths=claims,

@@ -229,6 +229,42 @@ def config_layers(
     return [*layers, *given, ("--config", named)]
 
 
+def configuration_name(layers: Sequence[tuple[str, Mapping]]) -> str:
+    """The configuration of :func:`config_layers` in one line, as the verdict names the run it judged:
+    ``config.yaml + --configfile tiny.yaml + --config epochs=3 datasets=["mnist"]`` (a file by its path relative
+    to the working directory; ``--config`` by its keys, left out when it sets none)."""
+    parts = []
+    for name, layer in layers:
+        if name == "--config":
+            if layer:
+                values = (v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for v in layer.values())
+                parts.append("--config " + " ".join(f"{k}={v}" for k, v in zip(layer, values)))
+        else:
+            parts.append(name if name.startswith("--configfile") else os.path.relpath(name))
+    return " + ".join(parts)
+
+
+def replaced_verdict(verdict: str | Path, name: str) -> str | None:
+    """The warning for a run whose verdict job would replace ``verdict`` (``results/reproduction.md``) written for
+    another configuration than ``name`` (:func:`configuration_name`); None when there is none, or it is this
+    configuration's."""
+    path = Path(verdict)
+    if not path.is_file():
+        return None
+    prefix = "- Configuration: "
+    lines = [
+        line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.startswith(prefix)
+    ]
+    if not lines or lines[0] == f"{prefix}{name}.":
+        return None
+    old = lines[0][len(prefix) :].rstrip(".")
+    return (
+        f"{path} is the verdict of another configuration ({old}); this run ({name}) replaces it, and its report, "
+        "when its verdict job runs. To keep both, give each configuration a folder of its own: snakemake "
+        "--directory runs/<name> (docs/usage.md, Configurations side by side)"
+    )
+
+
 def _fill_defaults(config: dict, schema: dict) -> None:
     for key, sub in schema.get("properties", {}).items():
         if key not in config and "default" in sub:
