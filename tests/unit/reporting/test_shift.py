@@ -128,12 +128,28 @@ def test_curves_by_hand():
     assert hist_in.sum() == pytest.approx(1.0) and len(hist_in) == CURVE_BINS
     assert hist_in == pytest.approx(np.histogram(inside, bins=np.linspace(0, 1, CURVE_BINS + 1))[0] / 400)
     roc = [(r["x"], r["y"]) for r in rows if r["curve"] == "roc"]
-    thresholds = np.r_[np.unique(np.r_[inside, outside]), np.inf]
-    tpr = np.array([(inside >= t).mean() for t in thresholds])
-    fpr = np.array([(outside >= t).mean() for t in thresholds])
-    for x, y in roc:
-        assert y == pytest.approx(tpr[fpr <= x + 1e-12].max(), abs=1e-12)
-    assert roc[0][0] == 0 and roc[-1] == (1.0, 1.0)
+    assert roc[0][0] == 0.0 and roc[0][1] > 0 and roc[-1] == (1.0, 1.0)  # at FPR 0: the clean images above all
+    # few distinct scores (ties within and across the sides): the curve through the thresholds' points, a
+    # vertical step where only clean images share a threshold; its area is the AUROC (ties ½)
+    tied_in, tied_out = np.round(inside * 4) / 4, np.round(outside * 4) / 4
+    points = [(0.0, 0.0)] + [
+        ((tied_out >= t).mean(), (tied_in >= t).mean()) for t in sorted(set(tied_in) | set(tied_out), reverse=True)
+    ]
+    curve = {r["x"]: r["y"] for r in ood_curves("max_probability", 1, tied_in, tied_out, 10) if r["curve"] == "roc"}
+    for x, y in curve.items():
+        on = [p for p in points if abs(p[0] - x) < 1e-12]
+        if on:  # at a threshold's rate: the highest point there
+            want = max(p[1] for p in on)
+        else:  # between two: the straight line from the left one's top to the right one's foot
+            left = max((p for p in points if p[0] < x), key=lambda p: (p[0], p[1]))
+            right = min((p for p in points if p[0] > x), key=lambda p: (p[0], p[1]))
+            want = left[1] + (right[1] - left[1]) * (x - left[0]) / (right[0] - left[0])
+        assert y == pytest.approx(want, abs=1e-12), x
+    from trustcal.measures.detection import auroc
+
+    xs = np.array([p[0] for p in points])
+    ys = np.array([p[1] for p in points])
+    assert np.trapezoid(ys, xs) == pytest.approx(auroc(tied_in, tied_out), abs=1e-12)
     entropy = ood_curves("negative_entropy", 1, -inside, -outside, 10)  # its range is −log K … 0
     centres = [r["x"] for r in entropy if r["curve"] == "in"]
     assert min(centres) > -np.log(10) and max(centres) < 0

@@ -226,8 +226,9 @@ def signal_range(name: str, classes: int) -> tuple[float, float]:
 def ood_curves(name: str, sign: int, inside: np.ndarray, outside: np.ndarray, classes: int) -> list[dict]:
     """What the figures draw of one signal's per-input values: ``curve`` ``in`` and ``out``, the fraction of
     each side's inputs in each of :data:`CURVE_BINS` equal bins over the signal's range (``x`` the bin's
-    centre, ``y`` the fraction); ``roc``, the highest true-positive rate (in distribution accepted) at a
-    false-positive rate of at most ``x``, at :data:`ROC_POINTS` rates (the ROC curve's upper envelope)."""
+    centre, ``y`` the fraction); ``roc``, the true-positive rate (in distribution accepted) at false-positive rate
+    ``x``, at :data:`ROC_POINTS` rates, on the ROC curve whose points (one per threshold) are joined by straight
+    lines, so that its area is the AUROC of :func:`trustcal.measures.detection.auroc`."""
     lo, hi = signal_range(name, classes)
     edges = np.linspace(lo, hi, CURVE_BINS + 1)
     centres = (edges[:-1] + edges[1:]) / 2
@@ -235,17 +236,17 @@ def ood_curves(name: str, sign: int, inside: np.ndarray, outside: np.ndarray, cl
     for side, values in (("in", inside), ("out", outside)):
         counts, _ = np.histogram(np.clip(values, lo, hi), bins=edges)
         out += [dict(curve=side, x=float(x), y=float(c / len(values))) for x, c in zip(centres, counts)]
-    # every threshold t (a distinct score): TPR = P(in ≥ t), FPR = P(out ≥ t); FPR and TPR fall as t rises
+    # every threshold t (a distinct score): TPR = P(in ≥ t), FPR = P(out ≥ t); from the highest threshold down
+    # both rise, from (0, 0) to (1, 1). Joined by straight lines (tied scores between two thresholds are
+    # accepted together: the line between their points), the curve's area is the AUROC with ties counting ½.
     ins, outs = np.sort(sign * inside), np.sort(sign * outside)
-    thresholds = np.unique(np.concatenate([ins, outs]))
-    tpr = (len(ins) - np.searchsorted(ins, thresholds, side="left")) / len(ins)
-    accepted_out = len(outs) - np.searchsorted(outs, thresholds, side="left")  # out-of-distribution inputs ≥ t
-    tpr, accepted_out = np.r_[tpr, 0.0], np.r_[accepted_out, 0]  # and a threshold above every score: (0, 0)
+    thresholds = np.unique(np.concatenate([ins, outs]))[::-1]
+    tpr = np.r_[0.0, (len(ins) - np.searchsorted(ins, thresholds, side="left")) / len(ins)]
+    fpr = np.r_[0.0, (len(outs) - np.searchsorted(outs, thresholds, side="left")) / len(outs)]
     grid = np.linspace(0.0, 1.0, ROC_POINTS)
-    # accepted_out falls along the thresholds, tpr too: the best TPR with FPR ≤ x is at the first threshold
-    # accepting at most x · n_out of them (counted in inputs: no rounding of the rates decides)
-    first = np.searchsorted(-accepted_out, -(grid * len(outs) + 1e-9), side="left")
-    out += [dict(curve="roc", x=float(x), y=float(tpr[i])) for x, i in zip(grid, first)]
+    # fpr never falls along the points; where it stays (a vertical step) np.interp takes the line arriving at
+    # the step's foot between two rates, and the step's top at the rate itself
+    out += [dict(curve="roc", x=float(x), y=float(y)) for x, y in zip(grid, np.interp(grid, fpr, tpr))]
     return out
 
 
