@@ -450,17 +450,23 @@ def test_smooth_reliability_plots_the_mean_curve_where_confidences_are_its_band_
             np.testing.assert_allclose(bhi, per["accuracy_hi"].mean(axis=0)[shown], atol=1e-12)
 
 
-def test_calibrator_reliability_marks_each_calibrators_bins_at_each_seeds_best_epoch():
-    """A marker per non-empty bin at (mean confidence, observed frequency) of the calibrator's rows at the seed's
-    best-validation epoch (3 and 2), one set per seed, in the calibrator's colour; the count strip the mean."""
+def reliability_curves(seed: int) -> pd.DataFrame:
+    """reliability.csv's top-label rows of every calibrator and split: 4 equal bins, 1 to 101 samples each."""
     edges = np.linspace(0, 1, 5)
     curves = table(
         dict(calibrator=CALIBRATORS, split=("test", "val"), curve=("top_label",), bin=range(4)),
         ["observed_frequency", "mean_predicted", "count"],
-        seed=11,
+        seed=seed,
     )
     curves["count"] = np.round(curves["count"] * 100) + 1
     curves["bin_lower"], curves["bin_upper"] = edges[curves["bin"]], edges[curves["bin"] + 1]
+    return curves
+
+
+def test_calibrator_reliability_marks_each_calibrators_bins_at_each_seeds_best_epoch():
+    """A marker per non-empty bin at (mean confidence, observed frequency) of the calibrator's rows at the seed's
+    best-validation epoch (3 and 2), one set per seed, in the calibrator's colour; the count strip the mean."""
+    curves = reliability_curves(seed=11)
     fig = figures.draw(
         "calibrator_reliability", {"reliability": curves, "history": HISTORY, "calibration": FITTED}, "m", []
     )
@@ -727,14 +733,7 @@ def test_calibrator_metrics_keep_the_raw_model_visible_under_an_equal_calibrator
 def test_reliability_draws_the_best_validation_epoch_once_when_it_is_the_last():
     """The best-validation epoch is the last for both seeds: two columns (the first epoch; the best = last), not
     three with the last drawn twice; the merged column's bars the means at epoch 4."""
-    edges = np.linspace(0, 1, 5)
-    curves = table(
-        dict(calibrator=CALIBRATORS, split=("test", "val"), curve=("top_label",), bin=range(4)),
-        ["observed_frequency", "mean_predicted", "count"],
-        seed=7,
-    )
-    curves["count"] = np.round(curves["count"] * 100) + 1
-    curves["bin_lower"], curves["bin_upper"] = edges[curves["bin"]], edges[curves["bin"] + 1]
+    curves = reliability_curves(seed=7)
     scores = table(dict(calibrator=CALIBRATORS, split=("test", "val")), ["ece"], seed=8)
     tables = {"reliability": curves, "history": HISTORY_BEST_LAST, "scores": scores}
     fig = figures.draw("reliability", tables, "m", [])
