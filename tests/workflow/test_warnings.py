@@ -34,3 +34,9 @@ def test_a_calibrator_that_worsens_the_test_nll_ends_the_console_output(tmp_path
     assert record["numbers"]["nll_epochs"] == sorted(worse)
     assert f"- {line}" in (work / "results" / "reproduction.md").read_text()
     assert "<h2>Warnings</h2>" in (work / "results" / "reproduction.html").read_text()
+
+    # a failed run ends with the digest too: a corrupt trust.csv stops the figures job after the warnings were kept
+    (work / "results" / "mnist" / "seed0" / "trust.csv").write_text("not,a\ntrust,table\n")
+    failed = snakemake(work, "--configfile", "tiny.yaml", "mine.yaml", check=False)
+    assert failed.returncode != 0, failed.stdout + failed.stderr
+    assert f"  - {line}" in failed.stderr.splitlines(), failed.stderr[-3000:]
