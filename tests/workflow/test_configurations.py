@@ -15,13 +15,13 @@ def configuration_line(verdict) -> str:
 
 
 def test_a_second_configuration_warns_and_runs_apart_in_its_own_folder(tmp_path):
-    work = make_workdir(tmp_path / "work", datasets=["mnist"], epochs=1)
+    work = make_workdir(tmp_path / "work", datasets=["mnist"], epochs=2)
     snakemake(work)
     first = work / "results" / "reproduction.md"
     assert "--configfile tiny.yaml" in configuration_line(first)
     before = first.read_bytes()
 
-    (work / "other.yaml").write_text(yaml.safe_dump({"epochs": 2}))
+    (work / "other.yaml").write_text(yaml.safe_dump({"epochs": 3}))
     dry = snakemake(work, "--configfile", "tiny.yaml", "other.yaml", "--dry-run")
     warning = [x for x in (dry.stdout + dry.stderr).splitlines() if "is the verdict of another configuration" in x]
     assert len(warning) == 1 and "--configfile other.yaml" in warning[0] and "--directory" in warning[0], warning
@@ -41,4 +41,4 @@ def test_a_second_configuration_warns_and_runs_apart_in_its_own_folder(tmp_path)
     )
     second = work / "runs" / "other" / "results" / "reproduction.md"
     assert "other.yaml" in configuration_line(second) and first.read_bytes() == before
-    assert (work / "runs" / "other" / "results" / "mnist" / "seed0" / "logits" / "epoch002.npz").exists()
+    assert (work / "runs" / "other" / "results" / "mnist" / "seed0" / "logits" / "epoch003.npz").exists()
