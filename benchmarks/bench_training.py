@@ -6,6 +6,7 @@ Usage (from the repository root, after `make test` or `make reproduce` made .ven
     .venv/bin/python benchmarks/bench_training.py               # both models, all variants
     .venv/bin/python benchmarks/bench_training.py --models mnist --steps 300
     .venv/bin/python benchmarks/bench_training.py --networks    # every registered network (~5 minutes)
+    python3 benchmarks/bench_training.py --device cuda           # on a GPU: whole epochs (gpu_training.py)
 
 ``--networks`` times, each in its own process on 2 threads and on 1 (``--network-threads``), the training
 loop the workflow
@@ -506,6 +507,11 @@ def main(argv=None) -> None:
     ap.add_argument("--network-threads", nargs="+", type=int, default=[2, 1], help="with --networks: thread counts")
     ap.add_argument("--budget", type=float, default=4.0, help="with --networks: seconds of timed steps at most")
     ap.add_argument("--timeout", type=float, default=60.0, help="with --networks: seconds a run may take at most")
+    ap.add_argument(
+        "--device",
+        default="cpu",
+        help="cuda (or cuda:N): whole epochs on a GPU against its matmul rate (gpu_training.py)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-network", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -520,6 +526,13 @@ def main(argv=None) -> None:
         return
     if args.networks:
         networks_main(args)
+        return
+    if args.device.startswith("cuda"):
+        from gpu_training import gpu_main
+
+        if args.out == ap.get_default("out"):
+            args.out = str(Path(args.out).with_name("training_gpu.csv"))
+        gpu_main(args)
         return
 
     import pandas as pd

@@ -22,6 +22,7 @@ def main(sm):
         [histories] if isinstance(histories, str) else list(histories),
         threads=sm.threads,
         progress=sys.stderr.isatty(),
+        deterministic=sm.config.get("deterministic", True),  # not a param: it changes nothing on a CPU
     )
 
 

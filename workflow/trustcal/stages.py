@@ -45,7 +45,15 @@ def epoch_of(path: str | Path) -> int:
 
 
 def train_stage(
-    setup, seeds, cfg: dict, prepared, ckpt_dirs, history_outs, threads: int = 1, progress: bool = False
+    setup,
+    seeds,
+    cfg: dict,
+    prepared,
+    ckpt_dirs,
+    history_outs,
+    threads: int = 1,
+    progress: bool = False,
+    deterministic: bool = True,
 ) -> None:
     """Train ``seeds`` of ``setup`` (a :class:`trustcal.registry.Setup`: its dataset, network and recipe).
 
@@ -54,7 +62,9 @@ def train_stage(
     ``cfg``: ``epochs``, ``init``, ``device`` (the batch size and learning rate are the recipe's). A
     registered dataset's name for ``setup`` is its default network with the paper's recipe at ``cfg``'s
     ``batch_size`` and ``learning_rate``. ``progress``: a progress bar over the epochs (for a terminal; the
-    log has a line per epoch).
+    log has a line per epoch). ``deterministic``: the configuration's key of that name
+    (:func:`trustcal.training.config.configure_device`; it changes nothing on a CPU, so changing it retrains
+    nothing).
     """
     import dataclasses
 
@@ -69,7 +79,15 @@ def train_stage(
     if setup.dataset.num_classes is None and (classes := prepared_classes(prepared)):  # a user's, named in the file
         setup = dataclasses.replace(setup, dataset=dataclasses.replace(setup.dataset, classes=classes))
     cfgs = [
-        setup_config(setup, seed, cfg["epochs"], init=cfg["init"], device=cfg["device"], threads=threads)
+        setup_config(
+            setup,
+            seed,
+            cfg["epochs"],
+            init=cfg["init"],
+            device=cfg["device"],
+            threads=threads,
+            deterministic=deterministic,
+        )
         for seed in seeds
     ]
     for history, out in zip(train_seeds(cfgs, load_prepared(prepared), ckpt_dirs, progress), history_outs):

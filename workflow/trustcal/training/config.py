@@ -52,6 +52,7 @@ class TrainConfig(registry.Recipe):
     init: str = "glorot"
     device: str = "auto"
     threads: int = 1
+    deterministic: bool = True  # on a GPU: deterministic algorithms, no TF32 (configure_device)
     seed_group: tuple[int, ...] = ()  # the seeds trained together with this one, if any
     data: str = ""  # digest of the training and validation arrays (set by train_seeds)
     # what a setup adds besides its recipe (defaults: the paper's)
@@ -77,7 +78,7 @@ class TrainConfig(registry.Recipe):
         return self.is_paper and not self.network_kwargs and network_class(self.network) in STACKED
 
     def fingerprint(self) -> dict:
-        """What makes checkpoints of two runs interchangeable (not epochs, device, threads).
+        """What makes checkpoints of two runs interchangeable (not epochs, device, threads, deterministic).
 
         Seeds trained together agree with a seed trained alone only to float
         tolerance, so the group is part of it: resuming stays bit for bit. So
@@ -114,7 +115,14 @@ class TrainConfig(registry.Recipe):
 
 
 def setup_config(
-    setup: registry.Setup, seed: int, epochs: int, *, init: str = "glorot", device: str = "auto", threads: int = 1
+    setup: registry.Setup,
+    seed: int,
+    epochs: int,
+    *,
+    init: str = "glorot",
+    device: str = "auto",
+    threads: int = 1,
+    deterministic: bool = True,
 ) -> TrainConfig:
     """The configuration of one seed of ``setup``: its network and network_kwargs, its recipe (batch size and
     learning rate included), the classes of its dataset where the registry knows them (the image shape and
@@ -127,6 +135,7 @@ def setup_config(
         init=init,
         device=device,
         threads=threads,
+        deterministic=deterministic,
         network=setup.network,
         network_kwargs=setup.network_kwargs,
         num_classes=setup.dataset.num_classes,
@@ -188,6 +197,31 @@ def resolve_device(name: str) -> torch.device:
             "use 'device: auto' or 'device: cpu', or run on a GPU node."
         )
     return torch.device(name)
+
+
+def configure_device(device: torch.device, deterministic: bool) -> None:
+    """How PyTorch computes on ``device`` for the rest of the process (nothing on the CPU, which is deterministic
+    for a given thread count already).
+
+    On a CUDA GPU, ``deterministic`` (the configuration's key, on by default): deterministic algorithms
+    (``torch.use_deterministic_algorithms``, cuDNN's deterministic convolutions, not its benchmarked choice)
+    and full float32 arithmetic (TF32 off for matrix products and convolutions), so a resumed run equals an
+    uninterrupted one to the bit on the same GPU and the numbers are float32's, as on the CPU. An operation
+    that has no deterministic implementation on CUDA warns (PyTorch's ``warn_only``) rather than stopping the
+    run. Off: cuDNN benchmarks its algorithms per shape and picks the fastest, and TF32 (a 10-bit mantissa in
+    the products, Ampere and later) is allowed: faster, and the last bits of every number, so a resumed
+    run's, differ from an uninterrupted run's. cuBLAS needs ``CUBLAS_WORKSPACE_CONFIG`` before its first call
+    to be deterministic; it is set here unless the environment sets it.
+    """
+    if device.type != "cuda":
+        return
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(deterministic, warn_only=True)
+    torch.backends.cudnn.deterministic = deterministic
+    torch.backends.cudnn.benchmark = not deterministic
+    torch.backends.cuda.matmul.allow_tf32 = not deterministic
+    torch.backends.cudnn.allow_tf32 = not deterministic
 
 
 def template(cfg: TrainConfig) -> torch.nn.Module:

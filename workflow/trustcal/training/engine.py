@@ -432,9 +432,8 @@ def stacked_model(network: str | nn.Module, states: Sequence[dict], device: torc
 
 @torch.no_grad()
 def stacked_logits(model: StackedMLP | StackedCNN, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
-    """Logits (S, N, classes) of uint8 images x (N, …), scaled by 1/255 as in training, for every seed.
-
-    Batches of 256 keep the CNN's activations in cache: ~1.7× the throughput of 1000.
+    """Logits (S, N, classes) of uint8 images x (N, …), scaled by 1/255 as in training, for every seed, in
+    batches of ``batch_size`` (256 keep the CNN's activations in a CPU's cache: ~1.7× the throughput of 1000).
     """
     seeds, device = model.params.seeds, model.params.flat.device
     out = []

@@ -365,7 +365,7 @@ def train_plain(
 
     x_train = torch.from_numpy(data["x_train"]).to(device)
     y_train = torch.from_numpy(data["y_train"]).to(device)
-    x_val = torch.from_numpy(data["x_val"])
+    x_val = torch.from_numpy(data["x_val"]).to(device)
     y_val = torch.from_numpy(data["y_val"]).to(device)
 
     bar = progress_bar([cfg], start, progress)
