@@ -54,6 +54,7 @@ Variants
                              in torch.autograd.Functions run by loss.backward()
                 nchw         (CNN) the NCHW memory format instead of channels-last
                 relu-first   (CNN) ReLU before max-pooling, in the network's own order
+                eager        (GPU) the step's kernels one by one, not replayed from a CUDA graph
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ def undo(trainer, measure: str) -> None:
         for i in range(len(layers) - 1):
             if isinstance(layers[i], torch.nn.MaxPool2d) and isinstance(layers[i + 1], torch.nn.ReLU):
                 layers[i], layers[i + 1] = layers[i + 1], layers[i]
+    elif measure == "eager":  # on a GPU: each step's kernels launched one by one, not replayed from a CUDA graph
+        trainer.graphs = False
     elif measure != "malloc":
         raise SystemExit(f"--variants: engine-{measure} does not apply to {type(model).__name__}")
 

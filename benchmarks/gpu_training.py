@@ -7,7 +7,8 @@ paper's networks under the paper's recipe (the stacked engine, one seed and five
 other network with the ``sgd`` recipe, then the validation logits. Each after a warm-up of 20 steps, in
 ``deterministic`` mode (the configuration's default: deterministic algorithms, no TF32) and, for the
 convolutional networks, with ``deterministic: false`` (cuDNN's benchmarked algorithms, TF32) beside it.
-Then each of the engine's CPU speed measures undone on the GPU (bench_training.py's ``engine-<measure>``),
+Then the CUDA graph of the stacked engine's step undone (``eager``), and each of the engine's CPU speed measures
+undone on the GPU (bench_training.py's ``engine-<measure>``),
 300 steps each: kept on CUDA where the engine with it is not slower. The matrix-product rate is an 8192³
 float32 product (TF32 off), the best of ten. Peak GPU memory is PyTorch's allocator's.
 Results: a table and ``<out>`` (training_gpu.csv beside training.csv by default).
@@ -30,7 +31,8 @@ GPU_RUNS = [
     ("resnet20", (3, 32, 32), "sgd", 1),
     ("wrn16_4", (3, 32, 32), "sgd", 1),
 ]
-MEASURES = [("paper_mlp", 1, "torch-adam"), ("paper_mlp", 1, "autograd"), ("paper_mlp", 5, "torch-adam")]
+MEASURES = [("paper_mlp", 1, "eager"), ("paper_mlp", 5, "eager"), ("paper_cnn", 1, "eager"), ("paper_cnn", 5, "eager")]
+MEASURES += [("paper_mlp", 1, "torch-adam"), ("paper_mlp", 1, "autograd"), ("paper_mlp", 5, "torch-adam")]
 MEASURES += [("paper_cnn", 5, "torch-adam"), ("paper_cnn", 5, "nchw"), ("paper_cnn", 5, "relu-first")]
 
 

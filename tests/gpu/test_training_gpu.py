@@ -19,6 +19,7 @@ import torch
 from helpers.budgets import assert_within, check_training, float64_training
 from helpers.training import EPS32, image_splits, splits, train
 
+import trustcal.training.engine as engine
 from trustcal import registry
 from trustcal.training.checkpoints import checkpoint_path, load_checkpoint
 from trustcal.training.config import TrainConfig, complete_config, setup_config
@@ -141,3 +142,23 @@ def test_the_fast_mode_trains_and_says_so_in_pytorchs_flags(tmp_path):
     assert torch.are_deterministic_algorithms_enabled() and not torch.backends.cudnn.benchmark
     assert math.isfinite(fast["train_loss"][0])
     assert abs(fast["train_loss"][0] - exact["train_loss"][0]) <= 0.05 * exact["train_loss"][0]
+
+
+@pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
+def test_steps_replayed_from_a_cuda_graph_equal_eager_steps(tmp_path, monkeypatch, dataset):
+    """The stacked engine's step from a CUDA graph (trustcal.training.graphs) against the same steps run one
+    kernel after the other: each within its float32 budget of the float64 steps; and the graph was replayed."""
+    data = splits(dataset, n_train=250, n_val=32)  # 250 = 7 batches of 32 and one of 26 (eager in both)
+    cfg = TrainConfig(dataset, seed=0, epochs=2, device="cuda")
+    made = []
+    init = engine.GraphedStep.__init__
+    monkeypatch.setattr(engine.GraphedStep, "__init__", lambda self, *a: (made.append(self), init(self, *a))[1])
+    graphed = train(cfg, data, tmp_path / "graphed")
+    assert len(made) == 1 and made[0].graph is not None and made[0].replays == 2 * 7
+    monkeypatch.setattr(engine.GraphedStep, "__call__", lambda self, x, y: self.step(x, y))
+    eager = train(cfg, data, tmp_path / "eager")
+    run = float64_training(cfg, data)
+    a = load_checkpoint(checkpoint_path(tmp_path / "graphed", 2))["model"]
+    b = load_checkpoint(checkpoint_path(tmp_path / "eager", 2))["model"]
+    check_training("graphed vs float64", graphed, a, run.history, run.exact.params, run)
+    check_training("graphed vs eager", graphed, a, eager, b, run, scale=2)
