@@ -53,6 +53,7 @@ Variants
                 autograd     (MLP) the same products and hand-written gradients, wrapped
                              in torch.autograd.Functions run by loss.backward()
                 nchw         (CNN) the NCHW memory format instead of channels-last
+                channels-last  (CNN, GPU) channels-last instead of the NCHW the engine runs on CUDA
                 relu-first   (CNN) ReLU before max-pooling, in the network's own order
                 eager        (GPU) the step's kernels one by one, not replayed from a CUDA graph
 """
@@ -132,7 +133,12 @@ def undo(trainer, measure: str) -> None:
     model, optimizer = trainer.model, trainer.optimizer
     if measure == "torch-adam":
         optimizer._public = torch.optim.Adam(
-            [optimizer.param], lr=optimizer.lr, betas=optimizer.betas, eps=optimizer.eps, fused=True
+            [optimizer.param],
+            lr=optimizer.lr,
+            betas=optimizer.betas,
+            eps=optimizer.eps,
+            fused=True,
+            capturable=optimizer.param.is_cuda,  # on a GPU, inside the step's CUDA graph
         )
         optimizer._public.state[optimizer.param] = dict(
             step=optimizer.steps, exp_avg=optimizer.exp_avg, exp_avg_sq=optimizer.exp_avg_sq
@@ -141,6 +147,8 @@ def undo(trainer, measure: str) -> None:
         model.loss_and_gradients = lambda x, y: autograd_mlp_step(model, x, y)
     elif measure == "nchw" and isinstance(model, engine.StackedCNN):
         model.MEMORY_FORMAT = torch.contiguous_format
+    elif measure == "channels-last" and isinstance(model, engine.StackedCNN):  # on a GPU, where NCHW is the engine's
+        model.MEMORY_FORMAT = torch.channels_last
     elif measure == "relu-first" and isinstance(model, engine.StackedCNN):
         layers = model.layers  # StackedCNN put each ReLU after the max-pooling that followed it: back again
         for i in range(len(layers) - 1):
