@@ -53,7 +53,6 @@ Variants
                 autograd     (MLP) the same products and hand-written gradients, wrapped
                              in torch.autograd.Functions run by loss.backward()
                 nchw         (CNN) the NCHW memory format instead of channels-last
-                channels-last  (CNN, GPU) channels-last instead of the NCHW the engine runs on CUDA
                 relu-first   (CNN) ReLU before max-pooling, in the network's own order
                 eager        (GPU) the step's kernels one by one, not replayed from a CUDA graph
 """
@@ -147,8 +146,6 @@ def undo(trainer, measure: str) -> None:
         model.loss_and_gradients = lambda x, y: autograd_mlp_step(model, x, y)
     elif measure == "nchw" and isinstance(model, engine.StackedCNN):
         model.MEMORY_FORMAT = torch.contiguous_format
-    elif measure == "channels-last" and isinstance(model, engine.StackedCNN):  # on a GPU, where NCHW is the engine's
-        model.MEMORY_FORMAT = torch.channels_last
     elif measure == "relu-first" and isinstance(model, engine.StackedCNN):
         layers = model.layers  # StackedCNN put each ReLU after the max-pooling that followed it: back again
         for i in range(len(layers) - 1):

@@ -33,7 +33,7 @@ GPU_RUNS = [
 ]
 MEASURES = [("paper_mlp", 1, "eager"), ("paper_mlp", 5, "eager"), ("paper_cnn", 1, "eager"), ("paper_cnn", 5, "eager")]
 MEASURES += [("paper_mlp", 1, "torch-adam"), ("paper_mlp", 1, "autograd"), ("paper_mlp", 5, "torch-adam")]
-MEASURES += [("paper_cnn", 5, "torch-adam"), ("paper_cnn", 5, "channels-last"), ("paper_cnn", 5, "relu-first")]
+MEASURES += [("paper_cnn", 5, "torch-adam"), ("paper_cnn", 5, "nchw"), ("paper_cnn", 5, "relu-first")]
 
 
 def sync():

@@ -27,7 +27,7 @@ values below 1.2e-38 to zero:
   1.2–1.3× faster than through ``torch.optim.Adam(fused=True)``;
 - the MLP's backward written out (:class:`StackedMLP`): an MLP step 1.4–1.8× faster
   than with the same products run by autograd;
-- channels-last memory format on the CPU (:class:`StackedCNN`): a CNN step ~1.5× faster;
+- channels-last memory format (:class:`StackedCNN`): a CNN step ~1.5× faster;
 - ReLU after max-pooling (:func:`relu_after_max_pooling`): exact, less work, no
   difference measurable here;
 - denormals flushed to zero (:func:`flush_denormals_in_this_process`): Adam's pass
@@ -371,19 +371,20 @@ class StackedCNN:
     of x (S, B, C, H, W); :meth:`loss_and_gradients` runs ``F.cross_entropy``
     and ``loss.backward()``, whose gradients autograd gathers into ``flat.grad``.
 
-    The memory format (:attr:`MEMORY_FORMATS`, by device; other kernels, so other roundings): on the CPU
-    channels-last, oneDNN's fast path for convolutions and pooling: a CIFAR-10 step is 1.47× faster with
-    one seed and 1.2–1.3× with five (one thread) than in the network's own NCHW format (``--variants engine
-    engine-nchw``). On a CUDA GPU the network's own NCHW: cuDNN's grouped convolutions in channels-last
-    made a five-seed step 1.58× slower on an H200 (``--device cuda``, measure ``channels-last``).
+    Why channels-last (:attr:`MEMORY_FORMAT`): on the CPU it is oneDNN's fast path for convolutions and
+    pooling; a CIFAR-10 step is 1.47× faster with one seed and 1.2–1.3× with five (one thread) than in the
+    network's own NCHW format (``--variants engine engine-nchw``; other kernels, so other roundings). On a
+    CUDA GPU NCHW made a five-seed step 1.57× faster (an H200, ``--device cuda``), but cuDNN's kernels for
+    it put the first convolution's weights 9× outside the float32 budget of a summation after one epoch
+    (tests/gpu, benchmarks/README.md "Training on a GPU"), where channels-last stays inside it: the
+    accurate kernels are kept.
     """
 
-    MEMORY_FORMATS = {"cpu": torch.channels_last, "cuda": torch.contiguous_format}
+    MEMORY_FORMAT = torch.channels_last
 
     def __init__(self, template: nn.Module, params: StackedParameters):
         layers = _layers(template, (nn.Conv2d, nn.ReLU, nn.MaxPool2d, nn.Flatten, nn.Linear), "StackedCNN")
         self.layers, self.params = relu_after_max_pooling(layers), params
-        self.MEMORY_FORMAT = self.MEMORY_FORMATS.get(params.flat.device.type, torch.contiguous_format)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits (S, B, classes) of x (S, B, C, H, W)."""
