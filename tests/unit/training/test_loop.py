@@ -18,7 +18,7 @@ from helpers.training import EPS32, LAMBDA, overwrite_member_start, overwrite_va
 from trustcal.errors import TrustcalError
 from trustcal.files import seal_zip, verify_zip
 from trustcal.training.checkpoints import checkpoint_path, load_checkpoint
-from trustcal.training.config import TrainConfig, resolve_device
+from trustcal.training.config import TrainConfig, configure_device, resolve_device
 from trustcal.training.loop import compute_logits
 from trustcal.training.models import build_model, count_parameters
 
@@ -457,3 +457,31 @@ def test_checkpoints_with_a_torch_version_object_load_and_resume_bit_for_bit(tmp
     assert list(h["epoch"]) == [1, 2, 3]
     assert [r.message[:11] for r in caplog.records if r.message.startswith("epoch ")] == ["epoch   3/3"]
     assert checkpoint_path(old, 3).read_bytes() == checkpoint_path(tmp_path / "straight", 3).read_bytes()
+
+
+def pytorch_compute_flags():
+    return (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.allow_tf32,
+        torch.backends.cuda.matmul.allow_tf32,
+        os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    )
+
+
+def test_the_deterministic_setting_changes_nothing_on_the_cpu_and_retrains_nothing(tmp_path):
+    """`deterministic` acts on a GPU only (tests/gpu check what it does there): on the CPU PyTorch's flags stay as
+    they were, and the checkpoints of a run with the other setting are resumed, not retrained."""
+    before = pytorch_compute_flags()
+    for deterministic in (False, True):
+        configure_device(torch.device("cpu"), deterministic)
+        assert pytorch_compute_flags() == before
+    cfg = TrainConfig("mnist", seed=0, epochs=1, device="cpu")
+    other = TrainConfig("mnist", seed=0, epochs=2, device="cpu", deterministic=False)
+    assert cfg.fingerprint() == TrainConfig("mnist", seed=0, epochs=1, deterministic=False).fingerprint()
+    data = splits("mnist", n_train=64, n_val=32)
+    train(cfg, data, tmp_path)
+    first = checkpoint_path(tmp_path, 1).read_bytes()
+    history = train(other, data, tmp_path)
+    assert history["epoch"].tolist() == [1, 2] and checkpoint_path(tmp_path, 1).read_bytes() == first
