@@ -114,6 +114,13 @@ def synthetic_arrays(model: str, n: int):
     return rng.integers(0, 256, (n, *shape), dtype=np.uint8), rng.integers(0, 10, n).astype(np.int64)
 
 
+def start_spinners(n: int) -> None:
+    """``n`` processes that spin on the CPU until this one exits (``--busy``): a machine shared with other work."""
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"  # ends with its parent, killed or not
+    for _ in range(n):
+        atexit.register(subprocess.Popen([sys.executable, "-c", spin]).kill)
+
+
 def time_steps(step, steps: int, warmup: int) -> float:
     for _ in range(warmup):
         step()
@@ -520,6 +527,14 @@ def main(argv=None) -> None:
         default="cpu",
         help="cuda (or cuda:N): whole epochs on a GPU against its matmul rate (gpu_training.py)",
     )
+    ap.add_argument(
+        "--busy", type=int, default=0, help="run beside N processes spinning on the CPU (a busy machine); 0: quiet"
+    )
+    ap.add_argument(
+        "--plan",
+        action="store_true",
+        help="threads and OpenMP waiting as the workflow's jobs choose them (trustcal.training.cpu), after --busy starts",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-network", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -545,10 +560,17 @@ def main(argv=None) -> None:
 
     import pandas as pd
 
+    start_spinners(args.busy)  # killed when this process exits
+    if args.plan:
+        from trustcal.training.cpu import start_cpu_job
+
+        time.sleep(0.5)  # the spinners running
+        args.threads = start_cpu_job(args.threads)
     sgemm = sgemm_gflops(args.threads)
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"{args.threads} threads; sgemm {sgemm:.1f} GFLOP/s (2048², best of 10)"
+        f"{args.threads} threads; sgemm {sgemm:.1f} GFLOP/s (2048², best of 10); "
+        f"{args.busy} spinning process(es) beside; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}"
     )
     rows = []
     for model in args.models:
@@ -567,6 +589,7 @@ def main(argv=None) -> None:
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             row["frac_of_sgemm"] = row["gflops"] / sgemm
+            row["busy"] = args.busy
             row["sgemm_gflops"] = sgemm
             rows.append(row)
             print(

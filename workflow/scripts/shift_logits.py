@@ -2,6 +2,10 @@ from _common import run
 
 
 def main(sm):
+    from trustcal.training.cpu import start_cpu_job
+
+    threads = start_cpu_job(sm.threads)  # before PyTorch is loaded: OpenMP reads its wait policy then
+
     import torch
 
     from trustcal.registry import setup_of
@@ -10,7 +14,7 @@ def main(sm):
 
     keep_freed_memory_in_process()
 
-    torch.set_num_threads(sm.threads)
+    torch.set_num_threads(threads)
     shift_logits_stage(
         setup_of(sm.params.setup),
         sm.input.splits,

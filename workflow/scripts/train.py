@@ -4,6 +4,10 @@ from _common import run
 
 
 def main(sm):
+    from trustcal.training.cpu import start_cpu_job
+
+    threads = start_cpu_job(sm.threads)  # before PyTorch is loaded: OpenMP reads its wait policy then
+
     from trustcal.training.engine import flush_denormals_in_this_process, keep_freed_memory_in_process
 
     flush_denormals_in_this_process()  # first, before PyTorch starts its worker threads
@@ -20,7 +24,7 @@ def main(sm):
         sm.input.splits,
         sm.params.checkpoint_dirs,
         [histories] if isinstance(histories, str) else list(histories),
-        threads=sm.threads,
+        threads=threads,
         progress=sys.stderr.isatty(),
         deterministic=sm.config.get("deterministic", True),  # not a param: it changes nothing on a CPU
     )
