@@ -32,6 +32,7 @@ them), so their values do not depend on the order of the samples.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -453,17 +454,29 @@ def brownian_max_abs_sf(x: float) -> float:
     x ≥ 1: the reflection series 2 Σ_{k≥1} (−1)^{k+1} erfc((2k−1)x/√2), accurate far in the tail
     where 1 − CDF would cancel to 0. 40 terms reach double precision in both branches.
     """
+
+    def cdf_below_1(x: float) -> float:
+        terms = (
+            (-1) ** k / (2 * k + 1) * math.exp(-((2 * k + 1) ** 2) * math.pi**2 / (8.0 * x * x)) for k in range(40)
+        )
+        return 4.0 / math.pi * sum(terms)
+
+    def sf_from_1(x: float) -> float:
+        return 2.0 * sum((-1) ** (k + 1) * math.erfc((2 * k - 1) * x / math.sqrt(2.0)) for k in range(1, 41))
+
+    return brownian_sf(x, cdf_below_1, sf_from_1)
+
+
+def brownian_sf(x: float, cdf_below_1: Callable[[float], float], sf_from_1: Callable[[float], float]) -> float:
+    """P(S ≥ x) of a statistic S ≥ 0 of Brownian motion from its two series: ``cdf_below_1``, P(S < x) for
+    0 < x < 1, and ``sf_from_1``, P(S ≥ x) for x ≥ 1 (so the far tail does not cancel to 0); NaN for NaN, 1 for
+    x ≤ 0. Both series are called with ``float(x)``."""
     x = float(x)
     if math.isnan(x):
         return math.nan
     if x <= 0.0:
         return 1.0
-    if x < 1.0:
-        cdf = sum(
-            (-1) ** k / (2 * k + 1) * math.exp(-((2 * k + 1) ** 2) * math.pi**2 / (8.0 * x * x)) for k in range(40)
-        )
-        return 1.0 - 4.0 / math.pi * cdf
-    return 2.0 * sum((-1) ** (k + 1) * math.erfc((2 * k - 1) * x / math.sqrt(2.0)) for k in range(1, 41))
+    return 1.0 - cdf_below_1(x) if x < 1.0 else sf_from_1(x)
 
 
 def ks_test_of(top: TopLabel) -> tuple[float, float]:

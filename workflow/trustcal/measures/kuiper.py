@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from trustcal.measures.bins import TopLabel
+from trustcal.measures.calibration_errors import brownian_sf
 
 __all__ = ["brownian_range_sf", "kuiper_test", "kuiper_test_of"]
 
@@ -28,19 +29,15 @@ def brownian_range_sf(x: float) -> float:
     8 Σ_{k≥1} (−1)^{k−1} k² φ(k·x), whose terms fall as exp(−k²/2) and which does not cancel to 0
     in the far tail. The two agree to a few ε where both converge (tests/unit/measures/test_calibration_tests.py).
     """
-    x = float(x)
-    if math.isnan(x):
-        return math.nan
-    if x <= 0.0:
-        return 1.0
-    if x < 1.0:
-        cdf = sum(
+    return brownian_sf(
+        x,
+        lambda x: sum(
             (8.0 / (x * x) + 2.0 / ((k + 0.5) ** 2 * math.pi**2))
             * math.exp(-2.0 * (k + 0.5) ** 2 * math.pi**2 / (x * x))
             for k in range(_TERMS)
-        )
-        return 1.0 - cdf
-    return 4.0 * sum((-1) ** (k - 1) * k * math.erfc(k * x / math.sqrt(2.0)) for k in range(1, _TERMS + 1))
+        ),
+        lambda x: 4.0 * sum((-1) ** (k - 1) * k * math.erfc(k * x / math.sqrt(2.0)) for k in range(1, _TERMS + 1)),
+    )
 
 
 def kuiper_test_of(top: TopLabel) -> tuple[float, float]:

@@ -152,45 +152,41 @@ class MetricParams:
         check_fields(self)
 
 
+def _sweep_setting(default, help: str, key: str, metavar: str, **option):
+    """A setting of :class:`SweepParams`: a list of values, possibly empty, under the config's ``trust:``."""
+    return setting(default, help, **option, many=True, min_items=0, key=key, section="trust", metavar=metavar)
+
+
 @dataclass(frozen=True)
 class SweepParams:
     """The ``trust_sweep`` table's grid: the numbers of clusters M and the representatives the opinion is
     recomputed with, at these epochs (and always the last)."""
 
-    clusters: tuple[int, ...] = setting(
+    clusters: tuple[int, ...] = _sweep_setting(
         (2, 5, 10, 20, 50, 100),
         "M values of trust_sweep.csv",
+        "clusters_sweep",
+        "M",
         low=1,
         high=MAX_CLUSTERS,
         cost=CLUSTERS_COST,
-        many=True,
-        min_items=0,
-        key="clusters_sweep",
-        section="trust",
-        metavar="M",
     )
-    representatives: tuple[str, ...] = setting(
+    representatives: tuple[str, ...] = _sweep_setting(
         REPRESENTATIVES,
         "cluster representatives of trust_sweep.csv",
+        "sweep_representatives",
+        "R",
         kind=str,
         choices=REPRESENTATIVES,
-        many=True,
-        min_items=0,
-        key="sweep_representatives",
-        section="trust",
-        metavar="R",
     )
-    epochs: tuple[int, ...] = setting(
+    epochs: tuple[int, ...] = _sweep_setting(
         (1, 10, 20, 50, 100),
         "epochs of trust_sweep.csv; the last epoch is always added (0: a single file assessed alone)",
+        "sweep_epochs",
+        "E",
         low=0,
         high=MAX_EPOCHS,
         cost=EPOCHS_COST,
-        many=True,
-        min_items=0,
-        key="sweep_epochs",
-        section="trust",
-        metavar="E",
     )
 
     def __post_init__(self):

@@ -358,6 +358,16 @@ class Corruption:
     needs: tuple[str, ...] = ()
     reason: str | None = None
 
+    @classmethod
+    def of(cls, function, random: bool, match: str = "exact", needs: tuple[str, ...] = ()) -> Corruption:
+        """The corruption computed by ``function``, named as it and as the reference function it follows."""
+        return cls(function.__name__, function, random, function.__name__, match, needs)
+
+
+def by_name(*corruptions: Corruption) -> dict[str, Corruption]:
+    """The corruptions by name, in their order: a registry."""
+    return {c.name: c for c in corruptions}
+
 
 _DEFOCUS_MATCH = (
     "exact in every value tested; OpenCV's filter2D sums the 17 × 17 kernel by a DFT and this sums it "
@@ -366,35 +376,32 @@ _DEFOCUS_MATCH = (
 _OPENCV_410 = "exact, as OpenCV up to 4.10 computes warpAffine (1/32-pixel steps)"
 _MAGICK = "exact, as ImageMagick 6.9 at quantum depth 16 blurs and writes an 8-bit PNG"
 
-CORRUPTIONS: dict[str, Corruption] = {
-    c.name: c
-    for c in (
-        Corruption("gaussian_noise", gaussian_noise, True, "gaussian_noise"),
-        Corruption("shot_noise", shot_noise, True, "shot_noise"),
-        Corruption("impulse_noise", impulse_noise, True, "impulse_noise"),
-        Corruption("defocus_blur", defocus_blur, False, "defocus_blur", _DEFOCUS_MATCH, ("scipy",)),
-        Corruption("glass_blur", glass_blur, True, "glass_blur", needs=("scipy",)),
-        Corruption("motion_blur", motion_blur, True, "motion_blur", _MAGICK),
-        Corruption("zoom_blur", zoom_blur, False, "zoom_blur"),
-        Corruption("snow", snow, True, "snow", _MAGICK),
-        Corruption(
-            "frost",
-            None,
-            True,
-            "frost",
-            reason=(
-                "needs the six frost photographs (frost1.png, frost2.png, frost3.png, frost4.jpg, frost5.jpg, "
-                "frost6.jpg) that the reference blends in; they are not available here"
-            ),
+CORRUPTIONS: dict[str, Corruption] = by_name(
+    Corruption.of(gaussian_noise, True),
+    Corruption.of(shot_noise, True),
+    Corruption.of(impulse_noise, True),
+    Corruption.of(defocus_blur, False, _DEFOCUS_MATCH, ("scipy",)),
+    Corruption.of(glass_blur, True, needs=("scipy",)),
+    Corruption.of(motion_blur, True, _MAGICK),
+    Corruption.of(zoom_blur, False),
+    Corruption.of(snow, True, _MAGICK),
+    Corruption(
+        "frost",
+        None,
+        True,
+        "frost",
+        reason=(
+            "needs the six frost photographs (frost1.png, frost2.png, frost3.png, frost4.jpg, frost5.jpg, "
+            "frost6.jpg) that the reference blends in; they are not available here"
         ),
-        Corruption("fog", fog, True, "fog"),
-        Corruption("brightness", brightness, False, "brightness"),
-        Corruption("contrast", contrast, False, "contrast"),
-        Corruption("elastic_transform", elastic_transform, True, "elastic_transform", _OPENCV_410, ("scipy",)),
-        Corruption("pixelate", pixelate, False, "pixelate", needs=("PIL",)),
-        Corruption("jpeg_compression", jpeg_compression, False, "jpeg_compression", needs=("PIL",)),
-    )
-}
+    ),
+    Corruption.of(fog, True),
+    Corruption.of(brightness, False),
+    Corruption.of(contrast, False),
+    Corruption.of(elastic_transform, True, _OPENCV_410, ("scipy",)),
+    Corruption.of(pixelate, False, needs=("PIL",)),
+    Corruption.of(jpeg_compression, False, needs=("PIL",)),
+)
 """The fifteen corruptions of CIFAR-10-C, in the reference's order."""
 
 

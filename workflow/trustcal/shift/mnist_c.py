@@ -57,7 +57,7 @@ import math
 import numpy as np
 
 from trustcal.shift import _ports
-from trustcal.shift.corruptions import Corruption, _missing, checked, in_chunks
+from trustcal.shift.corruptions import Corruption, _missing, by_name, checked, in_chunks
 
 Rng = np.random.Generator | np.random.RandomState
 SEVERITIES = (1,)
@@ -456,27 +456,24 @@ def canny_edges(images: np.ndarray, severity: int = 1, rng: Rng | None = None) -
 # The registry
 
 
-MNIST_C: dict[str, Corruption] = {
-    c.name: c
-    for c in (
-        Corruption("identity", identity, False, "identity"),
-        Corruption("shot_noise", shot_noise, True, "shot_noise"),
-        Corruption("impulse_noise", impulse_noise, True, "impulse_noise"),
-        Corruption("glass_blur", glass_blur, True, "glass_blur", needs=("scipy",)),
-        Corruption("motion_blur", motion_blur, True, "motion_blur"),
-        Corruption("shear", shear, True, "shear"),
-        Corruption("scale", scale, False, "scale"),
-        Corruption("rotate", rotate, True, "rotate"),
-        Corruption("brightness", brightness, False, "brightness"),
-        Corruption("translate", translate, True, "translate"),
-        Corruption("stripe", stripe, False, "stripe"),
-        Corruption("fog", fog, True, "fog"),
-        Corruption("spatter", spatter, True, "spatter", needs=("scipy",)),
-        Corruption("dotted_line", dotted_line, True, "dotted_line"),
-        Corruption("zigzag", zigzag, True, "zigzag"),
-        Corruption("canny_edges", canny_edges, False, "canny_edges", needs=("scipy",)),
-    )
-}
+MNIST_C: dict[str, Corruption] = by_name(
+    Corruption.of(identity, False),
+    Corruption.of(shot_noise, True),
+    Corruption.of(impulse_noise, True),
+    Corruption.of(glass_blur, True, needs=("scipy",)),
+    Corruption.of(motion_blur, True),
+    Corruption.of(shear, True),
+    Corruption.of(scale, False),
+    Corruption.of(rotate, True),
+    Corruption.of(brightness, False),
+    Corruption.of(translate, True),
+    Corruption.of(stripe, False),
+    Corruption.of(fog, True),
+    Corruption.of(spatter, True, needs=("scipy",)),
+    Corruption.of(dotted_line, True),
+    Corruption.of(zigzag, True),
+    Corruption.of(canny_edges, False, needs=("scipy",)),
+)
 """MNIST-C's corruptions (the reference's ``CORRUPTIONS``: identity and the benchmark's fifteen), in its
 order. Every one matches the reference exactly (``match == "exact"``)."""
 

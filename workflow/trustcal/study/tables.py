@@ -14,6 +14,7 @@ from trustcal.calibration import METHODS
 from trustcal.errors import TrustcalError
 from trustcal.files import paper_states, read_result_npz, read_seeds, temperature_rows
 from trustcal.measures.paired import PAIRED_KEYS, paired_interval, stack_seeds
+from trustcal.measures.trust import TRUST_COLUMNS
 from trustcal.study.names import order
 from trustcal.study.report import CalibratorRow, Calibrators, Interval, MetricsRow, PairedCell, PairedRow
 from trustcal.training.history import best_epoch
@@ -21,18 +22,8 @@ from trustcal.training.history import best_epoch
 STUDY_TABLES = {  # table → columns kept in results/study/ (the figures' and the summary's inputs)
     "history": ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds"),
     "calibration": ("epoch", "calibrator", "temperature", "val_nll_before", "val_nll_after", "at_bound"),
-    "trust": (
-        "epoch",
-        "calibrator",
-        "label",
-        "belief",
-        "disbelief",
-        "uncertainty",
-        "positive_evidence",
-        "negative_evidence",
-        "belief_lo",
-        "belief_hi",
-    ),
+    # trust.csv's columns but the base rate, and the belief's bootstrap interval
+    "trust": (*(c for c in TRUST_COLUMNS if c != "base_rate"), "belief_lo", "belief_hi"),
     "scores": (
         "epoch",
         "calibrator",

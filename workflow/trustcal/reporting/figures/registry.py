@@ -7,8 +7,8 @@ from it, ``trustcal assess`` and the Python API the tables it needs,
 docs/usage.md its line in the table of figures (:func:`readme_table`, checked by
 tests/unit/reporting/test_figures.py), and the tests the list of figures. Adding a figure
 is a drawing function (in :mod:`.epochs` or :mod:`.distributions`, with its
-size in ``style.FIGURE_SIZES``), a record in ``FIGURES`` and a caption file
-in workflow/report/.
+size in ``style.FIGURE_SIZES``), a record in ``FIGURES`` and its caption file
+``{name}.rst`` in workflow/report/.
 
 Reading this module imports no matplotlib: Snakemake reads it each time it
 parses the workflow, and the drawing modules are imported when a figure is
@@ -90,10 +90,15 @@ class FigureSpec:
     tables: tuple[str, ...]  # the tables of TABLES it reads
     job: str  # the rule of JOBS that draws it
     section: str  # its section of the Snakemake report (SECTIONS), under its dataset
-    caption: str  # its caption in the report: a reStructuredText file of workflow/report/ (Jinja: snakemake.config)
     summary: str  # what it shows, in one line: the table of figures of docs/usage.md
     series: bool  # the epoch on the x axis: trustcal assess draws it only for two or more epochs
     params: tuple[str, ...] = ()  # config keys it reads: rule params (a change redraws it) and draw options
+
+    @property
+    def caption(self) -> str:
+        """Its caption in the report, ``{name}.rst``: a reStructuredText file of workflow/report/ (Jinja:
+        snakemake.config)."""
+        return f"{self.name}.rst"
 
 
 FIGURES: dict[str, FigureSpec] = {
@@ -105,7 +110,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("trust",),
             job="figures",
             section=PAPER,
-            caption="trust_grid.rst",
             series=True,
             summary="paper Fig. 1/2: belief, disbelief and uncertainty per label against epoch, before and after "
             "calibration",
@@ -116,7 +120,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("history",),
             job="figures",
             section=PAPER,
-            caption="loss_curves.rst",
             series=True,
             summary="paper Fig. 3: training and validation loss; the validation minimum is marked",
         ),
@@ -126,7 +129,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("scores", "calibration"),
             job="metric_figures",
             section=PER_EPOCH,
-            caption="calibration_metrics.rst",
             series=True,
             summary="accuracy, ECE, NLL, Brier and NetTrustScore against epoch, before and after calibration, and the "
             "fitted temperature",
@@ -137,7 +139,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("scores",),
             job="metric_figures",
             section=PER_EPOCH,
-            caption="geometric_metrics.rst",
             series=True,
             summary="geometric accuracy, decisiveness and robustness against epoch, reported (solid) and measured "
             "(dashed)",
@@ -148,7 +149,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("trust",),
             job="figures",
             section=PER_EPOCH,
-            caption="network_opinion.rst",
             series=True,
             summary="the network opinion (b, d, u) against epoch, before and after calibration",
         ),
@@ -160,7 +160,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("reliability", "history", "scores"),
             job="metric_figures",
             section=CHOSEN,
-            caption="reliability.rst",
             series=False,
             summary="top-label reliability diagrams, each bin's accuracy with its 95 % Clopper–Pearson interval, with the "
             "confidence histogram, for the first, best-validation-loss and last epoch",
@@ -173,7 +172,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("trust_spectrum", "history", "scores"),
             job="metric_figures",
             section=CHOSEN,
-            caption="trust_spectrum.rst",
             series=False,
             summary="NetTrustScore trust spectrum T(z) per label at the same three epochs",
         ),
@@ -185,7 +183,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("trust_density", "history"),
             job="metric_figures",
             section=CHOSEN,
-            caption="trust_density.rst",
             series=False,
             summary="trust density per label at the same three epochs (log scale)",
         ),
@@ -197,7 +194,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("trust_sweep",),
             job="figures",
             section=VARIANTS,
-            caption="cluster_sweep.rst",
             series=False,
             params=("clusters",),
             summary="network opinion against the number of clusters M (2–100), midpoint against cluster-mean "
@@ -209,7 +205,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("trust",),
             job="figures",
             section=VARIANTS,
-            caption="opinion_triangle.rst",
             series=True,
             summary="the network opinion of every epoch in the (b, d, u) triangle, with a zoomed view",
         ),
@@ -219,7 +214,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("trust", "calibration"),
             job="figures",
             section=CALIBRATOR_SECTION,
-            caption="calibrator_trust.rst",
             series=True,
             summary="belief, disbelief and uncertainty (network and mean over labels) against epoch for the raw model "
             "and every calibrator, with bootstrap bands",
@@ -232,7 +226,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("scores", "calibration"),
             job="metric_figures",
             section=CALIBRATOR_SECTION,
-            caption="calibrator_metrics.rst",
             series=True,
             summary="ECE, smooth ECE, NLL and Brier score against epoch for the raw model and every calibrator, with "
             "bootstrap bands",
@@ -245,7 +238,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("reliability", "history", "calibration"),
             job="metric_figures",
             section=CALIBRATOR_SECTION,
-            caption="calibrator_reliability.rst",
             series=False,
             summary="top-label reliability diagram of the raw model and every calibrator at the best-validation epoch",
         ),
@@ -257,7 +249,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("selective", "history"),
             job="figures",
             section=PER_EPOCH,
-            caption="selective_prediction.rst",
             series=True,
             summary="risk–coverage curves of the max probability and of the per-prediction opinion's scores at the "
             "best-validation and last epoch, and their AURC per epoch with paired bootstrap bands",
@@ -268,7 +259,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("scores",),
             job="metric_figures",
             section=PER_EPOCH,
-            caption="calibration_refinement.rst",
             series=True,
             summary="NLL and Brier score of the raw model split into refinement (after cross-fitted temperature "
             "scaling) and calibration per epoch, with bootstrap bands",
@@ -281,7 +271,6 @@ FIGURES: dict[str, FigureSpec] = {
             tables=("smooth_reliability", "history"),
             job="metric_figures",
             section=CHOSEN,
-            caption="smooth_reliability.rst",
             series=False,
             summary="smooth reliability diagram (kernel estimate at the smooth ECE's bandwidth) with its bootstrap "
             "band, before and after calibration, at the first, best-validation and last epoch",

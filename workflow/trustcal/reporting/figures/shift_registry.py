@@ -48,7 +48,6 @@ def _shift_figure(name: str, summary: str, table: str = "shift") -> FigureSpec:
         tables=(table,),
         job="shift_figures",
         section=SHIFT_SECTION,
-        caption=f"{name}.rst",
         series=False,
         summary=summary,
     )
