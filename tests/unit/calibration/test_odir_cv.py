@@ -271,7 +271,7 @@ def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weight
     stopping rule: it bounds the gradient in units x/σ, so component (i, j) of W's is ≤ tol·σ_j, b's ≤ tol.
     With the preconditioner's Gram matrix summed in float32, as past FLOAT32_GRAM classes, the same: the products
     with H are exact."""
-    monkeypatch.setattr("trustcal.calibration.scaling.FLOAT32_GRAM", float32_gram)
+    monkeypatch.setattr("trustcal.calibration.scaling_loss.FLOAT32_GRAM", float32_gram)
     z, y = many_class_logits(1500, 30, seed=12)
     cal = fit_calibrator(method, z, y)
     assert cal.converged and cal.odir_grid.size > 0 and not cal.at_bound
