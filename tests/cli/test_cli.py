@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import trustcal
-from trustcal import cli
+from trustcal import cli, progress
 from trustcal.calibration.temperature import softmax
 
 
@@ -265,10 +265,12 @@ def test_progress_off_a_terminal_is_plain_lines_for_long_work(series, tmp_path, 
     code, _, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
     assert code == 0 and "assess" not in stderr and "\r" not in stderr  # short: only the warning
     ticks = iter(range(1000))
-    monkeypatch.setattr(cli.time, "monotonic", lambda: float(next(ticks)))
-    monkeypatch.setattr(cli, "PLAIN_AFTER", 1.0)
-    monkeypatch.setattr(cli, "PLAIN_EVERY", 1.0)
-    monkeypatch.setattr(cli, "BEAT_EVERY", float("inf"))  # no line for an item that takes long: that is another test
+    monkeypatch.setattr(progress.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(progress, "PLAIN_AFTER", 1.0)
+    monkeypatch.setattr(progress, "PLAIN_EVERY", 1.0)
+    monkeypatch.setattr(
+        progress, "BEAT_EVERY", float("inf")
+    )  # no line for an item that takes long: that is another test
     code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
     assert code == 0 and "\r" not in stderr and "assessing" not in stdout
     lines = stderr.splitlines()
@@ -313,10 +315,12 @@ def test_every_phase_of_a_series_says_how_far_it_is_off_a_terminal(long_series, 
     """Off a terminal, with a clock that ticks a second per look: plain lines per phase, the epochs
     (assessed in forked workers) and the figures (drawn in forked workers) counted one at a time."""
     ticks = iter(range(10_000))
-    monkeypatch.setattr(cli.time, "monotonic", lambda: float(next(ticks)))
-    monkeypatch.setattr(cli, "PLAIN_AFTER", 1.0)
-    monkeypatch.setattr(cli, "PLAIN_EVERY", 1.0)
-    monkeypatch.setattr(cli, "BEAT_EVERY", float("inf"))  # no line for an item that takes long: that is another test
+    monkeypatch.setattr(progress.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(progress, "PLAIN_AFTER", 1.0)
+    monkeypatch.setattr(progress, "PLAIN_EVERY", 1.0)
+    monkeypatch.setattr(
+        progress, "BEAT_EVERY", float("inf")
+    )  # no line for an item that takes long: that is another test
     code, _, stderr = run("assess", long_series, "--out", tmp_path / "out", "--bootstrap", 20)
     assert code == 0 and "\r" not in stderr, stderr
     figures = len(list((tmp_path / "out" / "figures").iterdir()))
@@ -332,9 +336,9 @@ def test_every_phase_of_a_series_says_how_far_it_is_off_a_terminal(long_series, 
 def test_an_item_that_takes_long_gives_a_line_every_beat_off_a_terminal(monkeypatch):
     """Off a terminal, one item that takes long (a file of a million rows is one item of each phase): a line at
     least every BEAT_EVERY seconds while it is worked on, saying how long so far, then the phase's total."""
-    monkeypatch.setattr(cli, "BEAT_EVERY", 0.25)
+    monkeypatch.setattr(progress, "BEAT_EVERY", 0.25)
     stream = io.StringIO()
-    for _ in cli._ShowProgress(stream)(["big"], "assessing", "epoch"):
+    for _ in progress.ShowProgress(stream)(["big"], "assessing", "epoch"):
         time.sleep(2.0)
     lines = stream.getvalue().splitlines()
     said = [re.fullmatch(r"assessing: 0/1 epochs, (\d+\.\d) s", line) for line in lines[:-1]]
@@ -348,7 +352,7 @@ def test_an_item_that_takes_long_gives_a_line_every_beat_off_a_terminal(monkeypa
 def test_one_large_file_says_how_far_its_assessment_is_while_it_runs(tmp_path, monkeypatch):
     """trustcal assess on one file whose tables take a few beats (20,000 rows, the default bootstrap): lines
     while its one epoch is assessed, none of them on stdout."""
-    monkeypatch.setattr(cli, "BEAT_EVERY", 0.3)
+    monkeypatch.setattr(progress, "BEAT_EVERY", 0.3)
     rng = np.random.default_rng(0)
     probs = softmax(rng.normal(0, 2, (20_000, 10)))
     big = tmp_path / "big.npz"
@@ -361,7 +365,7 @@ def test_one_large_file_says_how_far_its_assessment_is_while_it_runs(tmp_path, m
 
 
 def test_durations_read_as_a_person_would_say_them():
-    assert [cli._duration(s) for s in (4.24, 59.96, 192, 3725)] == ["4.2 s", "60.0 s", "3 min 12 s", "1 h 02 min"]
+    assert [progress.duration(s) for s in (4.24, 59.96, 192, 3725)] == ["4.2 s", "60.0 s", "3 min 12 s", "1 h 02 min"]
 
 
 def test_the_summary_names_what_each_missing_figure_needs(series, tmp_path):

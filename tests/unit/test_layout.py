@@ -35,6 +35,7 @@ RANK = {
     "study": 7,
     "api": 7,
     "cli": 8,
+    "progress": 7.5,  # the command's progress display, apart from its parsing
     "__main__": 9,
 }
 
