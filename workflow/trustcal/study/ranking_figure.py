@@ -63,6 +63,98 @@ def _rows(ax, n: int) -> None:
     ax.grid(axis="y", visible=False)
 
 
+def _draw_differences(top, diff, titles, runs, colours, metrics, cals) -> None:
+    """The top of :func:`ranking_figure`: each calibrator's differences from temperature scaling, a panel a metric."""
+    axes = top.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
+    step = 0.8 / max(2 * len(runs), 1)
+    for ax, m in zip(axes, metrics):
+        d = diff[(diff["metric"] == m) & diff["calibrator"].isin(cals)]
+        cap = axis_limit(d["lo"].to_numpy(float), d["hi"].to_numpy(float))
+        left, right = -np.inf, np.inf
+        if cap is not None:  # the panel's reach: the intervals within the cap, and 0
+            inside = d[(d["lo"] >= -cap) & (d["hi"] <= cap)]
+            left, right = min(inside["lo"].min(), 0.0), max(inside["hi"].max(), 0.0)
+            pad = 0.06 * (right - left)
+            left, right = left - pad, right + pad
+            ax.set_xlim(left, right)
+        for i, c in enumerate(cals):
+            for k, run in enumerate(runs):
+                for j, point in enumerate(POINTS):
+                    r = d[(d["calibrator"] == c) & (d["run"] == run) & (d["point"] == point)]
+                    if r.empty or not np.isfinite(r["estimate"].iloc[0]):
+                        continue
+                    est, lo, hi = (float(r[x].iloc[0]) for x in ("estimate", "lo", "hi"))
+                    y = i + (2 * k + j - (2 * len(runs) - 1) / 2) * step
+                    face = colours[run] if point == "best" else "white"
+                    ax.plot([max(lo, left), min(hi, right)], [y, y], color=colours[run], lw=1.0,
+                            solid_capstyle="butt")  # fmt: skip
+                    if left <= est <= right:
+                        ax.plot(est, y, "o", ms=3.6, mec=colours[run], mew=0.9, mfc=face)
+                    for edge, beyond, marker in ((right, hi > right, ">"), (left, lo < left, "<")):
+                        if beyond:  # the interval runs off the panel: an arrow at its edge
+                            ax.plot(edge, y, marker, ms=4, mec=colours[run], mew=0.9, mfc=face, clip_on=False)
+        if cap is None:  # 0 in sight even where every interval lies on one side of it
+            lo_x, hi_x = ax.get_xlim()
+            pad = 0.04 * (hi_x - lo_x)
+            ax.set_xlim(min(lo_x, -pad), max(hi_x, pad))
+        ax.axvline(0, color="0.2", lw=0.8, zorder=1)
+        ax.set_title(f"Test {METRIC_NAMES[m]}")
+        ax.tick_params(axis="x", labelsize=6.5)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        _rows(ax, len(cals))
+    axes[0].set_yticks(range(len(cals)), [CALIBRATOR_NAMES.get(c, c) for c in cals])
+    ncol = max(len(runs), 3)
+    blank = Line2D([], [], lw=0, label=" ")
+    first = [Line2D([], [], color=colours[r], marker="o", ms=4, lw=1.0, label=titles[r]) for r in runs]
+    second = [
+        Line2D([], [], color="0.3", marker="o", ms=4, lw=0, mfc=mfc, label=label)
+        for mfc, label in (("0.3", "best-validation epoch"), ("white", "last epoch"))
+    ]
+    second.append(Line2D([], [], color="0.3", marker=">", ms=4, lw=0, label="interval beyond the axis"))
+    rows = [first + [blank] * (ncol - len(first)), second + [blank] * (ncol - len(second))]
+    handles = [rows[r][c] for c in range(ncol) for r in range(2)]  # the legend fills column by column
+    top.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False, fontsize=7)
+    top.suptitle(
+        "Calibrator minus temperature scaling: mean over seeds, paired 95 % interval (below 0: better)",
+        fontsize=8.5,
+    )
+
+
+def _draw_win_rates(bottom, table, wins, runs, colours, ranked) -> None:
+    """The bottom of :func:`ranking_figure`: the test-NLL win rates, against every other calibrator and the baseline."""
+    left, right = bottom.subplots(1, 2, sharey=True)
+    vs = wins[wins["against"] == BASELINE].set_index("calibrator")
+    others = wins[wins["against"] == OTHERS].set_index("calibrator")
+    per_run = table[(table["table"] == "win_rate") & (table["against"] == OTHERS) & (table["run"] != ALL)]
+    for ax, source, what in ((left, others, "every other calibrator"), (right, vs, "temperature scaling")):
+        for i, c in enumerate(ranked):
+            colour = CALIBRATOR_COLOURS.get(c, FALLBACK)
+            if c not in source.index:
+                ax.text(0.5, i, "the baseline", ha="center", va="center", fontsize=6.5, color="0.4")
+                continue
+            r = source.loc[c]
+            ax.plot([r["lo"], r["hi"]], [i, i], color=colour, lw=1.6, solid_capstyle="butt")
+            ax.plot(r["estimate"], i, "o", ms=5, color=colour, mec="white", mew=0.5, zorder=3)
+            if source is others:
+                for run in runs:
+                    at = per_run[(per_run["run"] == run) & (per_run["calibrator"] == c)]
+                    if len(at):
+                        ax.plot(float(at["estimate"].iloc[0]), i + 0.28, "v", ms=3.2, color=colours[run],
+                                zorder=2)  # fmt: skip
+        ax.axvline(0.5, color="0.2", lw=0.8, zorder=1)
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_title(f"Test-NLL win rate against {what}")
+        _rows(ax, len(ranked))
+    n, g = int(others["prediction_sets"].max()), int(others["clusters"].max())
+    left.set_yticks(range(len(ranked)), [CALIBRATOR_NAMES.get(c, c) for c in ranked])
+    left.set_xlabel("all runs (dot, 95 % cluster-bootstrap interval); ▾ each run's own", fontsize=6.5)
+    right.set_xlabel("share of prediction sets with lower test NLL", fontsize=6.5)
+    bottom.suptitle(
+        f"Ranking: {n} prediction sets (run, seed, best-validation and last epoch) in {g} (run, seed) clusters",
+        fontsize=8.5,
+    )
+
+
 def ranking_figure(table: pd.DataFrame, titles: Mapping[str, str], path: Path | None = None) -> plt.Figure:
     """Draw the figure of ``table`` (:func:`trustcal.study.ranking.ranking_table`; ``titles``: run → title)
     and save it to ``path`` (none: only return it)."""
@@ -81,92 +173,9 @@ def ranking_figure(table: pd.DataFrame, titles: Mapping[str, str], path: Path | 
     top, bottom = fig.subfigures(2, 1, height_ratios=[top_h, bottom_h])
 
     if metrics and cals:
-        axes = top.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
-        step = 0.8 / max(2 * len(runs), 1)
-        for ax, m in zip(axes, metrics):
-            d = diff[(diff["metric"] == m) & diff["calibrator"].isin(cals)]
-            cap = axis_limit(d["lo"].to_numpy(float), d["hi"].to_numpy(float))
-            left, right = -np.inf, np.inf
-            if cap is not None:  # the panel's reach: the intervals within the cap, and 0
-                inside = d[(d["lo"] >= -cap) & (d["hi"] <= cap)]
-                left, right = min(inside["lo"].min(), 0.0), max(inside["hi"].max(), 0.0)
-                pad = 0.06 * (right - left)
-                left, right = left - pad, right + pad
-                ax.set_xlim(left, right)
-            for i, c in enumerate(cals):
-                for k, run in enumerate(runs):
-                    for j, point in enumerate(POINTS):
-                        r = d[(d["calibrator"] == c) & (d["run"] == run) & (d["point"] == point)]
-                        if r.empty or not np.isfinite(r["estimate"].iloc[0]):
-                            continue
-                        est, lo, hi = (float(r[x].iloc[0]) for x in ("estimate", "lo", "hi"))
-                        y = i + (2 * k + j - (2 * len(runs) - 1) / 2) * step
-                        face = colours[run] if point == "best" else "white"
-                        ax.plot([max(lo, left), min(hi, right)], [y, y], color=colours[run], lw=1.0,
-                                solid_capstyle="butt")  # fmt: skip
-                        if left <= est <= right:
-                            ax.plot(est, y, "o", ms=3.6, mec=colours[run], mew=0.9, mfc=face)
-                        for edge, beyond, marker in ((right, hi > right, ">"), (left, lo < left, "<")):
-                            if beyond:  # the interval runs off the panel: an arrow at its edge
-                                ax.plot(edge, y, marker, ms=4, mec=colours[run], mew=0.9, mfc=face, clip_on=False)
-            if cap is None:  # 0 in sight even where every interval lies on one side of it
-                lo_x, hi_x = ax.get_xlim()
-                pad = 0.04 * (hi_x - lo_x)
-                ax.set_xlim(min(lo_x, -pad), max(hi_x, pad))
-            ax.axvline(0, color="0.2", lw=0.8, zorder=1)
-            ax.set_title(f"Test {METRIC_NAMES[m]}")
-            ax.tick_params(axis="x", labelsize=6.5)
-            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
-            _rows(ax, len(cals))
-        axes[0].set_yticks(range(len(cals)), [CALIBRATOR_NAMES.get(c, c) for c in cals])
-        ncol = max(len(runs), 3)
-        blank = Line2D([], [], lw=0, label=" ")
-        first = [Line2D([], [], color=colours[r], marker="o", ms=4, lw=1.0, label=titles[r]) for r in runs]
-        second = [
-            Line2D([], [], color="0.3", marker="o", ms=4, lw=0, mfc=mfc, label=label)
-            for mfc, label in (("0.3", "best-validation epoch"), ("white", "last epoch"))
-        ]
-        second.append(Line2D([], [], color="0.3", marker=">", ms=4, lw=0, label="interval beyond the axis"))
-        rows = [first + [blank] * (ncol - len(first)), second + [blank] * (ncol - len(second))]
-        handles = [rows[r][c] for c in range(ncol) for r in range(2)]  # the legend fills column by column
-        top.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False, fontsize=7)
-        top.suptitle(
-            "Calibrator minus temperature scaling: mean over seeds, paired 95 % interval (below 0: better)",
-            fontsize=8.5,
-        )
-
+        _draw_differences(top, diff, titles, runs, colours, metrics, cals)
     if ranked:
-        left, right = bottom.subplots(1, 2, sharey=True)
-        vs = wins[wins["against"] == BASELINE].set_index("calibrator")
-        others = wins[wins["against"] == OTHERS].set_index("calibrator")
-        per_run = table[(table["table"] == "win_rate") & (table["against"] == OTHERS) & (table["run"] != ALL)]
-        for ax, source, what in ((left, others, "every other calibrator"), (right, vs, "temperature scaling")):
-            for i, c in enumerate(ranked):
-                colour = CALIBRATOR_COLOURS.get(c, FALLBACK)
-                if c not in source.index:
-                    ax.text(0.5, i, "the baseline", ha="center", va="center", fontsize=6.5, color="0.4")
-                    continue
-                r = source.loc[c]
-                ax.plot([r["lo"], r["hi"]], [i, i], color=colour, lw=1.6, solid_capstyle="butt")
-                ax.plot(r["estimate"], i, "o", ms=5, color=colour, mec="white", mew=0.5, zorder=3)
-                if source is others:
-                    for run in runs:
-                        at = per_run[(per_run["run"] == run) & (per_run["calibrator"] == c)]
-                        if len(at):
-                            ax.plot(float(at["estimate"].iloc[0]), i + 0.28, "v", ms=3.2, color=colours[run],
-                                    zorder=2)  # fmt: skip
-            ax.axvline(0.5, color="0.2", lw=0.8, zorder=1)
-            ax.set_xlim(-0.03, 1.03)
-            ax.set_title(f"Test-NLL win rate against {what}")
-            _rows(ax, len(ranked))
-        n, g = int(others["prediction_sets"].max()), int(others["clusters"].max())
-        left.set_yticks(range(len(ranked)), [CALIBRATOR_NAMES.get(c, c) for c in ranked])
-        left.set_xlabel("all runs (dot, 95 % cluster-bootstrap interval); ▾ each run's own", fontsize=6.5)
-        right.set_xlabel("share of prediction sets with lower test NLL", fontsize=6.5)
-        bottom.suptitle(
-            f"Ranking: {n} prediction sets (run, seed, best-validation and last epoch) in {g} (run, seed) clusters",
-            fontsize=8.5,
-        )
+        _draw_win_rates(bottom, table, wins, runs, colours, ranked)
     if path is not None:
         save(fig, [path])
     return fig
