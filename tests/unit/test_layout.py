@@ -26,6 +26,7 @@ RANK = {
     "shift": 2,
     "training": 3,
     "predictions": 3,
+    "config_schema": 1,  # the configuration's JSON Schema: read, defaults, types, validator
     "config": 3.5,  # the config check asks training and calibration whether the code a configuration names runs
     "reporting": 4,
     "settings": 5,

@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from trustcal.config_schema import SCHEMA_PATH, Validator, coerce, fill_defaults, load_schema  # noqa: F401 (re-exported)
 from trustcal.errors import TrustcalError, yaml_problem
 from trustcal.registry import (
     DATASETS,
@@ -28,8 +29,6 @@ from trustcal.registry import (
     did_you_mean,
     resolve_setup,
 )
-
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
 
 class ConfigError(TrustcalError):
@@ -64,11 +63,6 @@ def config_source(sources: ConfigSources | None, *key_paths: Sequence, default: 
         if any(_sets(layer, path) for path in key_paths):
             return name
     return default
-
-
-def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
-    with open(path) as fh:
-        return yaml.safe_load(fh)
 
 
 def yaml_syntax_problem(path: str | Path) -> str | None:
@@ -263,60 +257,6 @@ def replaced_verdict(verdict: str | Path, name: str) -> str | None:
         "when its verdict job runs. To keep both, give each configuration a folder of its own: snakemake "
         "--directory runs/<name> (docs/usage.md, Configurations side by side)"
     )
-
-
-def _fill_defaults(config: dict, schema: dict) -> None:
-    for key, sub in schema.get("properties", {}).items():
-        if key not in config and "default" in sub:
-            config[key] = copy.deepcopy(sub["default"])
-        if sub.get("type") == "object" and isinstance(config.get(key), dict):
-            _fill_defaults(config[key], sub)
-
-
-def _coerce(value, schema: dict, defs: dict | None = None):
-    """Command-line values (``--config seeds=[0,1]``) arrive as strings: convert by the schema's type."""
-    defs = defs or {}
-    if "$ref" in schema:  # only local references: "#/$defs/<name>"
-        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
-    if "oneOf" in schema:  # the alternative whose container type matches, else the scalar one
-        container = {list: "array", dict: "object"}.get(type(value))
-        options = [defs.get(o.get("$ref", "").rsplit("/", 1)[-1], o) for o in schema["oneOf"]]
-        matching = [o for o in options if o.get("type") == container] or [
-            o for o in options if o.get("type") not in ("array", "object")
-        ]
-        return _coerce(value, matching[0], defs) if matching else value
-    kind = schema.get("type")
-    if kind == "array" and isinstance(value, list):
-        return [_coerce(v, schema.get("items", {}), defs) for v in value]
-    if kind == "object" and isinstance(value, dict):
-        props = schema.get("properties", {})
-        extra = schema.get("additionalProperties")  # the schema of every other key (e.g. external.<name>)
-        extra = extra if isinstance(extra, dict) else {}
-        return {k: _coerce(v, props.get(k, extra), defs) for k, v in value.items()}
-    if not isinstance(value, str):
-        return value
-    try:
-        if kind == "integer" and value.strip().lstrip("+-").isdigit():
-            return int(value)
-        if kind == "number":
-            return float(value)
-    except ValueError:
-        return value
-    if kind == "boolean" and value.strip().lower() in ("true", "false", "yes", "no"):
-        return value.strip().lower() in ("true", "yes")
-    return value
-
-
-def _is_integer(checker, instance) -> bool:
-    """An integer, as Python has it: JSON Schema also counts 3.0 and 1e9 as integers, which then reach
-    ``range()`` as floats; a setting that counts something is written as a whole number."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
-)
 
 
 def _bound_reason(schema: dict) -> str:
@@ -621,9 +561,9 @@ def validate_config(
     for key in ("datasets", "seeds"):
         if key in config and isinstance(config[key], (str, int)) and not isinstance(config[key], bool):
             config[key] = [config[key]]
-    config = _coerce(config, schema, schema.get("$defs"))
-    _fill_defaults(config, schema)
-    validator = _Validator(schema)
+    config = coerce(config, schema, schema.get("$defs"))
+    fill_defaults(config, schema)
+    validator = Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}  # one problem per key:
     errors = [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]  # its type
