@@ -297,7 +297,7 @@ GOOD = "{id: c1, text: t, measure: {level: {component: belief, state: after}}, k
     [
         (
             GOOD.replace("level:", "levle:"),
-            r"claim c1: field measure: unknown measure 'levle'; did you mean 'level'\? known: level, label_peak",
+            r"claim c1: field measure: unknown measure 'levle' \(did you mean 'level'\?\); known: level, label_peak",
         ),
         (
             GOOD.replace("component: belief", "component: trust"),
@@ -309,7 +309,7 @@ GOOD = "{id: c1, text: t, measure: {level: {component: belief, state: after}}, k
         ),
         (
             GOOD.replace("state: after", "state: after, frist: 2"),
-            r"claim c1: field measure: level has no argument 'frist'; did you mean 'first'\?",
+            r"claim c1: field measure: level has no argument 'frist' \(did you mean 'first'\?\); its arguments",
         ),
         (
             GOOD.replace("{level: {component: belief, state: after}}", "{level: {state: after}}"),
@@ -328,7 +328,7 @@ GOOD = "{id: c1, text: t, measure: {level: {component: belief, state: after}}, k
         (GOOD.replace("target: 0.6", "target: high"), r"claim c1: field target: 'high' is not a number"),
         (
             GOOD.replace("target: 0.6", "target: 0.6, tolerence: 0.1"),
-            r"claim c1: field tolerence: unknown field; did you mean 'tolerance'\?",
+            r"claim c1: field tolerence: unknown field \(did you mean 'tolerance'\?\); fields",
         ),
         (
             GOOD.replace("target: 0.6", "target: 0.6, requires: growing"),

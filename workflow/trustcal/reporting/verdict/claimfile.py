@@ -8,7 +8,6 @@ arguments, a decision ``kind`` and its ``target``/``tolerance``. The paper's own
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
 import re
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.errors import TrustcalError, yaml_problem
+from trustcal.registry import did_you_mean
 from trustcal.reporting.verdict import runs as _runs
 from trustcal.reporting.verdict.runs import AFTER, BEFORE, COMPONENTS, Run
 
@@ -133,11 +133,6 @@ GENERAL_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 GENERAL_SHARED = ("kind", "target", "tolerance", "paired", "from_history", "requires")
 
 
-def _did_you_mean(word: str, known) -> str:
-    close = difflib.get_close_matches(str(word), list(known), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
 def _measure(spec, fail) -> tuple[Callable, str, bool]:
     """(function of a Run, its description, reads the history) of a ``measure:`` entry."""
     if isinstance(spec, str):
@@ -150,7 +145,7 @@ def _measure(spec, fail) -> tuple[Callable, str, bool]:
             "measure", "give one measure name, alone or with its arguments: {level: {component: belief, state: after}}"
         )
     if name not in MEASURES:
-        fail("measure", f"unknown measure {name!r}; {_did_you_mean(name, MEASURES)}known: {', '.join(MEASURES)}")
+        fail("measure", f"unknown measure {name!r}{did_you_mean(name, MEASURES)}; known: {', '.join(MEASURES)}")
     m = MEASURES[name]
     if not isinstance(args, dict):
         fail("measure", f"the arguments of {name} must be a mapping, e.g. {{{name}: {{component: belief}}}}")
@@ -163,7 +158,7 @@ def _measure(spec, fail) -> tuple[Callable, str, bool]:
         if key not in params:
             fail(
                 "measure",
-                f"{name} has no argument {key!r}; {_did_you_mean(key, params)}its arguments: {', '.join(params)}",
+                f"{name} has no argument {key!r}{did_you_mean(key, params)}; its arguments: {', '.join(params)}",
             )
     missing = [p for p, v in params.items() if v.default is inspect.Parameter.empty and p not in args]
     if missing:
@@ -202,7 +197,7 @@ def claim_from_dict(entry: dict, where: str = "claims file") -> Claim:
         fail("-", "each claim is a mapping of fields (id:, text:, measure:, kind:, …)")
     for key in entry:
         if key not in FIELDS:
-            fail(key, f"unknown field; {_did_you_mean(key, FIELDS)}fields: {', '.join(FIELDS)}")
+            fail(key, f"unknown field{did_you_mean(key, FIELDS)}; fields: {', '.join(FIELDS)}")
     for key in REQUIRED:
         if entry.get(key) in (None, ""):
             fail(key, "missing; every claim needs " + ", ".join(REQUIRED))
@@ -230,7 +225,7 @@ def claim_from_dict(entry: dict, where: str = "claims file") -> Claim:
     if requires is not None and requires not in CONDITIONS:
         fail(
             "requires",
-            f"unknown condition {requires!r}; {_did_you_mean(requires, CONDITIONS)}known: {', '.join(CONDITIONS)}",
+            f"unknown condition {requires!r}{did_you_mean(requires, CONDITIONS)}; known: {', '.join(CONDITIONS)}",
         )
     also = entry.get("also", ())
     if isinstance(also, str):
