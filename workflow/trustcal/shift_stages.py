@@ -179,11 +179,12 @@ def shift_scores_stage(set_logits, logit_paths, calibrators, out, settings, keys
             inside = _predict(epoch, name, state, "test", clean["test_logits"][idx], clean["test_labels"][idx])
             fit = _predict(epoch, name, state, "val", clean["val_logits"], clean["val_labels"])
             outside = _predict(epoch, name, state, "test", d["logits"][i, 0], d["labels"])
+            drawn = name in (RAW, PAPER_CALIBRATOR)  # the figures' two: their curves alone are kept
             with one_blas_thread():
-                detected, drawn = ood_rows(inside, outside, fit, settings.trust, counts, boot)
+                detected, drawn_rows = ood_rows(inside, outside, fit, settings.trust, counts, boot, curves=drawn)
             rows += [dict(calibrator=name, **r) for r in detected]
-            if name in (RAW, PAPER_CALIBRATOR):
-                curves.setdefault(epoch, []).extend(dict(calibrator=name, **c) for c in drawn)
+            if drawn:
+                curves.setdefault(epoch, []).extend(dict(calibrator=name, **c) for c in drawn_rows)
     labelled = list(zip(d["epoch_labels"], d["label_epochs"]))
 
     def table(per_epoch):

@@ -153,3 +153,12 @@ def test_curves_by_hand():
     entropy = ood_curves("negative_entropy", 1, -inside, -outside, 10)  # its range is −log K … 0
     centres = [r["x"] for r in entropy if r["curve"] == "in"]
     assert min(centres) > -np.log(10) and max(centres) < 0
+
+
+def test_ood_rows_without_curves_gives_the_same_rows_and_no_curve():
+    """The stage asks the curves of the raw model and temperature scaling only: the rows do not depend on it."""
+    inside, fit = _preds(1), _preds(2, split="val")
+    outside = PredictionSet.of_logits(1, "none", "test", _logits(7, n=250, scale=0.5)[0], -np.ones(250, int))
+    rows, curves = ood_rows(inside, outside, fit)
+    rows_alone, none = ood_rows(inside, outside, fit, curves=False)
+    assert rows_alone == rows and none == [] and len(curves) > 0

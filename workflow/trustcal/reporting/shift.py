@@ -186,14 +186,16 @@ def ood_rows(
     trust: TrustParams = TrustParams(),
     counts: tuple[np.ndarray, np.ndarray] | None = None,
     bootstrap: BootstrapParams | None = None,
+    curves: bool = True,
 ) -> tuple[list[dict], list[dict]]:
     """A row per signal: how well it tells ``inside`` (clean test predictions) from ``outside`` (an
     out-of-distribution set's) — ``auroc``, ``fpr95`` — and its mean on each side (``mean_in``,
     ``mean_out``, the values themselves), ``n_in`` and ``n_out``; opinions learned on ``fit``. With
     ``counts`` (the resample counts of each side) and ``bootstrap`` (its level): the intervals, and the
-    AUROC difference from the maximum probability's. Also the rows of :func:`ood_curves`."""
+    AUROC difference from the maximum probability's. Also the rows of :func:`ood_curves` (none without
+    ``curves``)."""
     ins, outs = signal_values(inside, fit, trust), signal_values(outside, fit, trust)
-    rows, curves, reps = [], [], {}
+    rows, drawn, reps = [], [], {}
     for name, sign in SIGNALS.items():
         row = dict(
             signal=name,
@@ -214,8 +216,11 @@ def ood_rows(
                 diff, bootstrap.level
             )
         rows.append(row)
-        curves += [dict(signal=name, **c) for c in ood_curves(name, sign, ins[name], outs[name], inside.probs.shape[1])]
-    return [{k: float(v) if isinstance(v, np.floating) else v for k, v in r.items()} for r in rows], curves
+        if curves:
+            drawn += [
+                dict(signal=name, **c) for c in ood_curves(name, sign, ins[name], outs[name], inside.probs.shape[1])
+            ]
+    return [{k: float(v) if isinstance(v, np.floating) else v for k, v in r.items()} for r in rows], drawn
 
 
 def signal_range(name: str, classes: int) -> tuple[float, float]:
