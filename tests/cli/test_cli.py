@@ -259,18 +259,22 @@ def test_progress_on_a_terminal_without_a_size(series, tmp_path):
     assert code == 0 and "assess" not in shown and "warning [renormalized]" in shown
 
 
+def long_work(monkeypatch, readings: int) -> None:
+    """A clock that ticks a second per reading (up to ``readings``) stands for long work: lines after 1 s, one a
+    second at most, and none for an item that takes long (that is another test)."""
+    ticks = iter(range(readings))
+    monkeypatch.setattr(progress.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(progress, "PLAIN_AFTER", 1.0)
+    monkeypatch.setattr(progress, "PLAIN_EVERY", 1.0)
+    monkeypatch.setattr(progress, "BEAT_EVERY", float("inf"))
+
+
 def test_progress_off_a_terminal_is_plain_lines_for_long_work(series, tmp_path, monkeypatch):
     """Off a terminal (a log file): nothing for short work; for long work, plain lines per phase (no bar
     redrawn with \\r) and the final timing. A clock that ticks one second per reading stands for long work."""
     code, _, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
     assert code == 0 and "assess" not in stderr and "\r" not in stderr  # short: only the warning
-    ticks = iter(range(1000))
-    monkeypatch.setattr(progress.time, "monotonic", lambda: float(next(ticks)))
-    monkeypatch.setattr(progress, "PLAIN_AFTER", 1.0)
-    monkeypatch.setattr(progress, "PLAIN_EVERY", 1.0)
-    monkeypatch.setattr(
-        progress, "BEAT_EVERY", float("inf")
-    )  # no line for an item that takes long: that is another test
+    long_work(monkeypatch, 1000)
     code, stdout, stderr = run("assess", series, "--out", tmp_path / "out", "--renormalize", "--no-figures")
     assert code == 0 and "\r" not in stderr and "assessing" not in stdout
     lines = stderr.splitlines()
@@ -314,13 +318,7 @@ def test_every_phase_of_a_series_shows_its_progress_on_a_terminal(long_series, t
 def test_every_phase_of_a_series_says_how_far_it_is_off_a_terminal(long_series, tmp_path, monkeypatch):
     """Off a terminal, with a clock that ticks a second per look: plain lines per phase, the epochs
     (assessed in forked workers) and the figures (drawn in forked workers) counted one at a time."""
-    ticks = iter(range(10_000))
-    monkeypatch.setattr(progress.time, "monotonic", lambda: float(next(ticks)))
-    monkeypatch.setattr(progress, "PLAIN_AFTER", 1.0)
-    monkeypatch.setattr(progress, "PLAIN_EVERY", 1.0)
-    monkeypatch.setattr(
-        progress, "BEAT_EVERY", float("inf")
-    )  # no line for an item that takes long: that is another test
+    long_work(monkeypatch, 10_000)
     code, _, stderr = run("assess", long_series, "--out", tmp_path / "out", "--bootstrap", 20)
     assert code == 0 and "\r" not in stderr, stderr
     figures = len(list((tmp_path / "out" / "figures").iterdir()))
