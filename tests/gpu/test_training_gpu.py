@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers.budgets import assert_within, check_training, float64_training
+from helpers.budgets import assert_within, check_seeds_together_equal_alone, check_training, float64_training
 from helpers.training import EPS32, image_splits, splits, train
 
 import trustcal.training.engine as engine
@@ -101,18 +101,7 @@ def test_one_epoch_on_the_gpu_matches_the_cpu(tmp_path, dataset):
 
 @pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
 def test_seeds_trained_together_on_the_gpu_equal_each_seed_alone(tmp_path, dataset):
-    data = splits(dataset, n_train=128, n_val=32)
-    seeds = [0, 1, 2]
-    cfgs = [TrainConfig(dataset, seed=s, epochs=2, device="cuda") for s in seeds]
-    together = train_seeds(cfgs, data, [tmp_path / f"together{s}" for s in seeds])
-    for s, hist in zip(seeds, together):
-        alone = train(TrainConfig(dataset, seed=s, epochs=2, device="cuda"), data, tmp_path / f"alone{s}")
-        run = float64_training(TrainConfig(dataset, seed=s, epochs=2), data)
-        a = load_checkpoint(checkpoint_path(tmp_path / f"together{s}", 2))
-        b = load_checkpoint(checkpoint_path(tmp_path / f"alone{s}", 2))
-        check_training(f"seed {s} together vs float64", hist, a["model"], run.history, run.exact.params, run)
-        check_training(f"seed {s} alone vs float64", alone, b["model"], run.history, run.exact.params, run)
-        check_training(f"seed {s} together vs alone", hist, a["model"], alone, b["model"], run, scale=2)
+    check_seeds_together_equal_alone(tmp_path, dataset, "cuda")
 
 
 @pytest.mark.parametrize("network", ["paper_mlp", "paper_cnn", "resnet20"])

@@ -227,3 +227,26 @@ def check_training(what, history, state, want_history, want_state, run, scale=1)
         assert_within(history[key], want_history[key], scale * run.budgets[key], f"{what}: {key}")
     for name, budget in run.exact.budget.items():
         assert_within(state[name], want_state[name], scale * budget, f"{what}: {name}")
+
+
+def check_seeds_together_equal_alone(tmp_path, dataset, device="cpu"):
+    """Three seeds trained together for two epochs on ``device``, and each alone: each within its float32 budget of
+    the float64 steps (4., 5.), so within twice it of each other."""
+    from helpers.training import splits, train
+    from trustcal.training.checkpoints import checkpoint_path, load_checkpoint
+    from trustcal.training.config import TrainConfig
+    from trustcal.training.loop import train_seeds
+
+    data = splits(dataset, n_train=128, n_val=32)
+    seeds = [0, 1, 2]
+    cfgs = [TrainConfig(dataset, seed=s, epochs=2, device=device) for s in seeds]
+    together = train_seeds(cfgs, data, [tmp_path / f"together{s}" for s in seeds])
+    for s, hist in zip(seeds, together):
+        alone = train(TrainConfig(dataset, seed=s, epochs=2, device=device), data, tmp_path / f"alone{s}")
+        run = float64_training(TrainConfig(dataset, seed=s, epochs=2), data)
+        a = load_checkpoint(checkpoint_path(tmp_path / f"together{s}", 2))
+        b = load_checkpoint(checkpoint_path(tmp_path / f"alone{s}", 2))
+        check_training(f"seed {s} together vs float64", hist, a["model"], run.history, run.exact.params, run)
+        check_training(f"seed {s} alone vs float64", alone, b["model"], run.history, run.exact.params, run)
+        check_training(f"seed {s} together vs alone", hist, a["model"], alone, b["model"], run, scale=2)
+        assert a["fingerprint"]["seed_group"] == seeds and b["fingerprint"]["seed_group"] == []

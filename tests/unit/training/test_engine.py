@@ -22,8 +22,7 @@ from helpers.budgets import (
     Float64Reference,
     adam_update_bound,
     assert_within,
-    check_training,
-    float64_training,
+    check_seeds_together_equal_alone,
 )
 from helpers.training import EPS32, splits, train
 from torch import nn
@@ -232,20 +231,7 @@ def test_a_wrong_step_exceeds_the_budget(dataset, mistake):
 
 @pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
 def test_seeds_trained_together_equal_each_seed_alone(tmp_path, dataset):
-    data = splits(dataset, n_train=128, n_val=32)
-    seeds = [0, 1, 2]
-    cfgs = [TrainConfig(dataset, seed=s, epochs=2) for s in seeds]
-    together = train_seeds(cfgs, data, [tmp_path / f"together{s}" for s in seeds])
-    for s, hist in zip(seeds, together):
-        alone = train(TrainConfig(dataset, seed=s, epochs=2), data, tmp_path / f"alone{s}")
-        run = float64_training(TrainConfig(dataset, seed=s, epochs=2), data)
-        a = load_checkpoint(checkpoint_path(tmp_path / f"together{s}", 2))
-        b = load_checkpoint(checkpoint_path(tmp_path / f"alone{s}", 2))
-        # each within its budget of the float64 steps (4., 5.), so within twice it of each other
-        check_training(f"seed {s} together vs float64", hist, a["model"], run.history, run.exact.params, run)
-        check_training(f"seed {s} alone vs float64", alone, b["model"], run.history, run.exact.params, run)
-        check_training(f"seed {s} together vs alone", hist, a["model"], alone, b["model"], run, scale=2)
-        assert a["fingerprint"]["seed_group"] == seeds and b["fingerprint"]["seed_group"] == []
+    check_seeds_together_equal_alone(tmp_path, dataset)
 
 
 def test_seed_group_resume_is_bit_for_bit(tmp_path):
