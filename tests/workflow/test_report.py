@@ -78,7 +78,7 @@ def test_the_report_builds_in_a_fresh_workflow_environment(finished, tmp_path):
     assert done.returncode != 0 and "pygments must be installed" in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("datasets", [["mnist"], ["mnist", "cifar10"], ["mnist", "svhn", "c10_resnet"]])
+@pytest.mark.parametrize("datasets", [["mnist"], ["mnist", "cifar10"], ["mnist", "svhn", "c10_resnet"], ["svhn"]])
 def test_the_report_landing_page_describes_the_run(datasets):
     """workflow/report/workflow.rst, rendered as Snakemake renders it (Jinja2, then docutils), from a config."""
     from docutils.core import publish_parts
@@ -102,7 +102,11 @@ def test_the_report_landing_page_describes_the_run(datasets):
     assert ("CIFAR-10" in page) == ("cifar10" in datasets)
     if "svhn" in datasets:  # runs beyond the paper's two: named, with their setup
         assert "the run svhn: the default network on svhn (1 seed: 0)" in page
+    if "c10_resnet" in datasets:
         assert "the run c10_resnet: resnet20 on cifar10 (1 seed: 0)" in page
+    # the verdict's first screen: the paper's claims where the run trained a dataset of the paper, else its own
+    paper_first = "each claim of the paper's §7" in page
+    assert paper_first == (datasets != ["svhn"]) and ("judged on this run's own numbers" in page) != paper_first
 
 
 @slow
