@@ -74,7 +74,7 @@ def test_a_process_spinning_on_a_cpu_makes_the_probe_count_it_busy():
     [
         (2, {0, 1}, None, 0, (2, None)),  # idle cores: OpenMP's spinning is fastest
         (2, {0, 1}, None, 1, (2, "PASSIVE")),  # a partner thread shares a core: sleep at once
-        (1, {0, 1}, None, 1, (1, None)),  # one thread, one idle core: nothing waits
+        (1, {0, 1}, None, 1, (1, None)),  # one thread: nothing waits for a partner, nothing probed
         (4, {0, 1}, None, 0, (2, None)),  # never more threads than the CPUs it may run on
         (2, {0, 1, 2, 3}, 1.5, 0, (1, None)),  # nor than its cgroup's quota
         (2, {0, 1, 2}, None, 2, (2, "PASSIVE")),
@@ -87,6 +87,17 @@ def test_the_plan_follows_the_allocation_and_the_load(monkeypatch, threads, cpus
     plan = cpu.plan_cpu(threads)
     assert (plan.threads, plan.wait_policy) == want
     assert plan.describe().startswith(f"{want[0]} thread(s) on ")
+    assert (plan.busy is None) == (want[0] == 1)
+
+
+def test_a_one_thread_job_does_not_probe(monkeypatch):
+    def probe(cpus, seconds):
+        raise AssertionError("probed a one-thread job")
+
+    monkeypatch.setattr(cpu, "busy_cpus", probe)
+    plan = cpu.plan_cpu(1)
+    assert (plan.threads, plan.wait_policy, plan.busy) == (1, None, None)
+    assert "not probed" in plan.describe()
 
 
 def test_a_wait_policy_the_user_set_is_kept(monkeypatch):

@@ -14,7 +14,8 @@ what the machine shows, not from one fixed setting:
   an MLP step 5.6× slower with one of two cores busy). With ``PASSIVE`` they sleep at once: 1.4–1.7× instead,
   but 1.6× slower on idle cores. So a short probe (:func:`busy_cpus`: each allowed CPU's idle share over
   0.2 s, from ``/proc/stat``) decides: passive when fewer CPUs are idle than the job runs threads, else
-  OpenMP's default. A policy the user set in the environment is kept. Waiting changes no number.
+  OpenMP's default. One thread has no partner to wait for, so a one-thread job skips the probe. A policy the
+  user set in the environment is kept. Waiting changes no number.
 
 benchmarks/README.md ("Training on a busy CPU") measures it: ``bench_training.py --busy N``.
 """
@@ -41,11 +42,12 @@ class CpuPlan:
     threads: int
     wait_policy: str | None
     allowed: int  # CPUs the job may use (affinity, cgroup quota)
-    busy: int  # of its affinity's CPUs, those another process kept busy during the probe
+    busy: int | None  # of its affinity's CPUs, those another process kept busy during the probe (None: not probed)
 
     def describe(self) -> str:
         wait = f"OMP_WAIT_POLICY={self.wait_policy}" if self.wait_policy else "OpenMP's default waiting"
-        return f"{self.threads} thread(s) on {self.allowed} allowed CPU(s), {self.busy} busy at the start: {wait}"
+        load = "not probed (one thread)" if self.busy is None else f"{self.busy} busy at the start"
+        return f"{self.threads} thread(s) on {self.allowed} allowed CPU(s), {load}: {wait}"
 
 
 def cgroup_cpu_limit(root: str | Path = "/sys/fs/cgroup", own: str | Path = "/proc/self/cgroup") -> float | None:
@@ -110,6 +112,8 @@ def plan_cpu(threads: int, probe_seconds: float = PROBE_SECONDS) -> CpuPlan:
     limit = cgroup_cpu_limit()
     allowed = len(cpus) if limit is None else max(1, min(len(cpus), math.floor(limit)))
     use = max(1, min(int(threads), allowed))
+    if use == 1:  # no partner thread to wait for: the policy is moot, the probe's 0.2 s wasted
+        return CpuPlan(1, None, allowed, None)
     busy = busy_cpus(cpus, probe_seconds)
     shared = len(cpus) - busy < use
     return CpuPlan(use, "PASSIVE" if shared else None, allowed, busy)
