@@ -1,8 +1,8 @@
 """Time the evaluation of one (epoch, calibration state) beside its floor, in one run, on one core.
 
 One (epoch, state) is what the scores and trust stages compute for one epoch of
-one calibrator (docs/method.md §3, §5–§8): :func:`trustcal.reporting.tables.score_tables`
-and :func:`~trustcal.reporting.tables.trust_tables` on 10,000 × 10 test
+one calibrator (docs/method.md §3, §5–§8): :func:`trustcal.evaluation.score_tables`
+and :func:`~trustcal.evaluation.trust_tables` on 10,000 × 10 test
 predictions with 200 bootstrap resamples (every score, its interval, the side
 tables, the trust opinions and their intervals), plus the validation split
 where a table needs it (its row of scores.csv; the cluster opinions of
@@ -48,12 +48,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from trustcal.calibration.temperature import newton_temperature  # noqa: E402
-from trustcal.measures import metrics as M  # noqa: E402
-from trustcal.measures.bins import TopLabel  # noqa: E402
-from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores  # noqa: E402
-from trustcal.measures.smooth import smooth_measures  # noqa: E402
-from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
-from trustcal.reporting.tables import (  # noqa: E402
+from trustcal.evaluation import (  # noqa: E402
     MetricParams,
     PredictionSet,
     _resample_counts,
@@ -63,6 +58,11 @@ from trustcal.reporting.tables import (  # noqa: E402
     selective_table,
     trust_tables,
 )
+from trustcal.measures import metrics as M  # noqa: E402
+from trustcal.measures.bins import TopLabel  # noqa: E402
+from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores  # noqa: E402
+from trustcal.measures.smooth import smooth_measures  # noqa: E402
+from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
 from trustcal.stages import load_logits  # noqa: E402
 
 

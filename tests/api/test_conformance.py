@@ -189,7 +189,7 @@ def test_calibrators_cli_api_and_workflow_agree(name, members, tmp_path):
     import trustcal
     from trustcal import stages
     from trustcal.calibration import fit_calibrator, softmax
-    from trustcal.reporting.tables import MetricParams
+    from trustcal.evaluation import MetricParams
     from trustcal.settings import Settings
 
     m = members[name]

@@ -28,11 +28,11 @@ from trustcal import cli, stages
 from trustcal.assessment import assess_files
 from trustcal.calibration.temperature import softmax
 from trustcal.errors import TrustcalError
+from trustcal.evaluation import MetricParams, SweepParams
 from trustcal.files import read_result_npz
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams, trust_opinions
 from trustcal.predictions import PredictionError, PredictionFile, ReadOptions, series, validation
-from trustcal.reporting.tables import MetricParams, SweepParams
 from trustcal.settings import Settings
 
 MNIST_EPOCHS = [*range(1, 11), *range(20, 101, 10)]
@@ -1067,8 +1067,8 @@ def test_tables_computed_an_epoch_at_a_time_equal_those_of_one_call():
     call of trust_tables and score_tables on every epoch: same tables, columns, rows and order (BLAS at one
     thread, as assessment_tables holds it: a product's last bits depend on its threads)."""
     from trustcal.assessment import assessment_tables
+    from trustcal.evaluation import PredictionSet, score_tables, trust_tables
     from trustcal.numerics import one_blas_thread
-    from trustcal.reporting.tables import PredictionSet, score_tables, trust_tables
 
     rng = np.random.default_rng(3)
     preds = []

@@ -42,7 +42,7 @@ MUTANTS = (
     Mutant(
         "folds",
         "refinement with 2 folds instead of 5 (the default refinement_folds)",
-        "reporting/tables.py",
+        "measures/metric_params.py",
         "refinement_folds: int = setting(\n        5,",
         "refinement_folds: int = setting(\n        2,",
         DECOMPOSITION,
@@ -50,15 +50,15 @@ MUTANTS = (
     Mutant(
         "folds-call",
         "refinement_losses cross-fits on 2 folds whatever refinement_folds says",
-        "reporting/tables.py",
-        "fit, mp.refinement_folds, seed, log_probs=p.log_probs)",
+        "evaluation/scores.py",
+        "fit, metrics.refinement_folds, seed, log_probs=p.log_probs)",
         "fit, 2, seed, log_probs=p.log_probs)",
         DECOMPOSITION,
     ),
     Mutant(
         "temperature",
         "the recalibration temperature of the refinement path 5 % off",
-        "reporting/tables.py",
+        "evaluation/scores.py",
         "return lambda z: softmax(z, temperature)",
         "return lambda z: softmax(z, 1.05 * temperature)",
         DECOMPOSITION,
@@ -66,10 +66,10 @@ MUTANTS = (
     Mutant(
         "sweep",
         "trust sweep ignoring the number of clusters M and the representative",
-        "reporting/tables.py",
+        "evaluation/trust.py",
         "t = trust_opinions(p.probs, p.labels, replace(params, clusters=m, representative=rep))",
         "t = trust_opinions(p.probs, p.labels, params)",
-        ("tests/unit/reporting/test_tables_sweep.py",),
+        ("tests/unit/evaluation/test_tables_sweep.py",),
     ),
     Mutant(
         "fusion-guard",

@@ -113,9 +113,9 @@ def test_the_schema_defaults_are_the_librarys_defaults():
     from dataclasses import asdict
 
     from trustcal.calibration import T_MAX, T_MIN
+    from trustcal.evaluation import MetricParams
     from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.tables import MetricParams
 
     cfg = validate_config({})
     assert (cfg["calibration"]["t_min"], cfg["calibration"]["t_max"]) == (T_MIN, T_MAX)
@@ -143,9 +143,9 @@ def test_the_settings_of_the_schemas_defaults_are_the_librarys_defaults():
 
 
 def test_settings_from_config_read_every_key_and_keep_the_defaults_of_the_others(paper):
+    from trustcal.evaluation import MetricParams, SweepParams
     from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.tables import MetricParams, SweepParams
     from trustcal.settings import CalibrationSettings, Settings
 
     trust = {**paper["trust"], "weight": 3.0, "clusters_sweep": [3, 4], "sweep_epochs": [2]}
@@ -273,8 +273,8 @@ def test_integer_settings_are_whole_numbers_within_what_they_cost(paper, overrid
 
 def test_the_schemas_bounds_are_the_librarys():
     """The schema's maxima are trustcal.measures.limits', which the command line and the settings check."""
+    from trustcal.evaluation import MetricParams
     from trustcal.measures import limits
-    from trustcal.reporting.tables import MetricParams
 
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     props, metrics = schema["properties"], schema["properties"]["metrics"]["properties"]

@@ -16,7 +16,6 @@ from trustcal.files import (
     DiskError,
     atomic_directory,
     atomic_path,
-    paper_states,
     path_seed,
     read_seeds,
     remove_stale_temporaries,
@@ -296,18 +295,6 @@ def test_the_temporary_and_the_lock_of_a_dead_writer_are_removed_by_the_next_wri
     write_result(out, {"a.csv": "1"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert snapshot(out)["a.csv"] == "1" and "theirs.csv" not in snapshot(out)
-
-
-def test_paper_states_are_the_raw_model_and_temperature_scaling():
-    table = pd.DataFrame(
-        {"epoch": [1, 1, 1, 2], "calibrator": ["none", "temperature", "isotonic", "none"], "x": range(4)}
-    )
-    got = paper_states(table)
-    assert got["calibrator"].tolist() == ["none", "temperature", "none"]
-    assert got["calibrated"].tolist() == [False, True, False] and got["x"].tolist() == [0, 1, 3]
-    assert list(got.columns) == ["epoch", "calibrator", "calibrated", "x"]
-    old = pd.DataFrame({"epoch": [1, 1], "calibrated": ["True", "false"]})  # a table from before the column
-    assert paper_states(old)["calibrated"].tolist() == [True, False]
 
 
 def test_every_altered_or_missing_byte_of_an_npz_is_caught(tmp_path):

@@ -24,6 +24,7 @@ RANK = {
     "calibration": 2,
     "data": 2,
     "shift": 2,
+    "evaluation": 2.5,  # the evaluation engine: prediction sets → trust and score tables, read by reporting and above
     "training": 3,
     "predictions": 3,
     "config_schema": 1,  # the configuration's JSON Schema: read, defaults, types, validator

@@ -13,9 +13,9 @@ from helpers.workflow import REPO
 
 from trustcal import cli
 from trustcal.config import validate_config
+from trustcal.evaluation import MetricParams
 from trustcal.measures.options import Option, SettingError, options_of
 from trustcal.predictions import PredictionError, ReadOptions
-from trustcal.reporting.tables import MetricParams
 from trustcal.settings import PARTS, CalibrationSettings, Settings, config_path
 
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())

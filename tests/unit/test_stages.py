@@ -17,8 +17,8 @@ from helpers.synthetic import overconfident_logits
 
 from trustcal import stages
 from trustcal.calibration import fit_calibrator
+from trustcal.evaluation import MetricParams
 from trustcal.numerics import PROB_FLOOR, floored_log, logits_nll
-from trustcal.reporting.tables import MetricParams
 from trustcal.settings import Settings
 
 EPS = float(np.finfo(np.float64).eps)
@@ -140,3 +140,77 @@ def test_the_scores_job_logs_a_line_per_calibrator_that_made_the_test_split_wors
         assert f"calibrator '{name}'" in line
         assert f"accuracy {raw['accuracy']:.4f} → {cal['accuracy']:.4f}" in line
         assert f"NLL {raw['nll']:.4f} → {cal['nll']:.4f}" in line
+
+
+SCALAR_FIELDS = ("ece_bins", "nts_alpha", "nts_beta", "geo_eps", "geo_bins", "reliability_bins", "l2_bins")
+
+
+def test_the_stages_write_the_tables_of_the_public_entry_points(tmp_path):
+    """The scores and trust stages on fixed logits (two epochs; temperature scaling fitted by its stage), under
+    settings other than the defaults, write exactly what the public entry points give on the same predictions,
+    two code paths in one process: each table of trustcal.evaluation.score_tables and trust_tables, as the CSV
+    text the stages write; every scalar column as trustcal.measures.metrics.scalar_metrics gives it from loose
+    values; and the test split's intervals as the percentile intervals of bootstrap_scores' replicates."""
+    from trustcal.evaluation import SweepParams, score_tables, trust_tables
+    from trustcal.measures.bootstrap import BootstrapParams, bootstrap_scores, percentile_interval, resample_counts
+    from trustcal.measures.metrics import scalar_metrics
+    from trustcal.measures.trust import TrustParams
+    from trustcal.numerics import one_blas_thread
+
+    rng = np.random.default_rng(44)
+    paths = []
+    for epoch in (1, 2):
+        arrays = {}
+        for split, n in (("val", 120), ("test", 160)):
+            labels = rng.integers(0, 4, n)
+            arrays[f"{split}_logits"] = rng.normal(0, 2, (n, 4)) + 1.5 * epoch * np.eye(4)[labels]
+            arrays[f"{split}_labels"] = labels
+        paths.append(str(tmp_path / f"epoch{epoch:03d}.npz"))
+        np.savez(paths[-1], **arrays)
+    states = [str(tmp_path / "temperature.npz")]
+    stages.calibrate_stage(paths, states[0], tmp_path / "calibration.csv")
+    metrics = MetricParams(
+        ece_bins=(7, 3),
+        nts_alpha=1.5,
+        nts_beta=0.5,
+        density_points=9,
+        geo_eps=0.02,
+        geo_bins=4,
+        reliability_bins=5,
+        l2_bins=6,
+        refinement_folds=3,
+        smooth_points=11,
+    )
+    bootstrap = BootstrapParams(resamples=15, seed=3, level=0.9)
+    settings = Settings(TrustParams(clusters=5), metrics, SweepParams(clusters=(2, 5), epochs=(1,)), bootstrap)
+    trust_names = ("trust", "dynamic_trust", "selective", "trust_sweep")
+    outputs = {name: str(tmp_path / f"{name}.csv") for name in (*SCORE_TABLES, *trust_names)}
+    stages.scores_stage(paths, states, {name: outputs[name] for name in SCORE_TABLES}, settings)
+    stages.trust_stage(paths, states, {name: outputs[name] for name in trust_names}, settings)
+
+    preds = list(stages.load_predictions(paths, states))
+    assert [(p.epoch, p.calibrator, p.split) for p in preds][:4] == [
+        (1, "none", "test"),
+        (1, "temperature", "test"),
+        (1, "none", "val"),
+        (1, "temperature", "val"),
+    ]
+    with one_blas_thread():
+        tables = score_tables(preds, metrics, bootstrap) | trust_tables(
+            preds, settings.trust, settings.sweep, bootstrap
+        )
+    assert set(tables) == set(outputs)
+    for name, table in tables.items():
+        assert (tmp_path / f"{name}.csv").read_text() == table.to_csv(index=False), name
+
+    loose = {name: getattr(metrics, name) for name in SCALAR_FIELDS}
+    counts = resample_counts(160, bootstrap)
+    for p, (_, row) in zip(preds, tables["scores"].iterrows(), strict=True):
+        assert (row["epoch"], row["calibrator"], row["split"]) == (p.epoch, p.calibrator, p.split)
+        alone = scalar_metrics(p.probs, p.labels, log_probs=p.log_probs, **loose)
+        np.testing.assert_array_equal(row[list(alone)].to_numpy(dtype=float), np.array(list(alone.values())))
+        if p.split == "test":
+            replicates = bootstrap_scores(p.probs, p.labels, counts, metrics, p.log_probs)
+            for name in ("accuracy", "nll", "ece", "ece_mass_3", "classwise_ece", "l2_ece", "net_trust_score"):
+                lo, hi = percentile_interval(replicates[name], bootstrap.level)
+                assert (row[f"{name}_lo"], row[f"{name}_hi"]) == (lo, hi), name

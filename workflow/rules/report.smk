@@ -33,6 +33,13 @@ rule verdict:
             category="0 Reproduction verdict",
             labels={"file": "reproduction.csv"},
         ),
+        # the run at a glance: the report's landing page (report/workflow.rst) includes it
+        summary=report(
+            "results/summary.html",
+            caption="../report/summary.rst",
+            category="0 Reproduction verdict",
+            labels={"file": "summary.html"},
+        ),
         claims=expand(
             "results/claims/{name}.{ext}",
             name=[Path(f).stem for f in config["claims"]],
@@ -54,6 +61,7 @@ rule verdict:
             "epochs", "clusters", "trust", "calibration", "bootstrap", "setups"
         ),
         configuration=CONFIGURATION,  # the configuration judged, named in the verdict
+        setups={ds: setup_params(config, ds) for ds in DATASETS},  # each run's dataset, network, recipe
         code=package_code("verdict.py"),
     script:
         "../scripts/verdict.py"

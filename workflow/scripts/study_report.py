@@ -104,7 +104,15 @@ def main(argv=None) -> int:
             print("\n".join(lines))
             print(f"written: {results / 'study'}/costs.csv, costs_summary.csv, costs.md")
             return 0
-        write_study(args.run_dir.resolve(), REPO, author, args.command, args.remark, beyond, args.keep_beyond)
+        write_study(
+            args.run_dir.resolve(),
+            REPO,
+            author,
+            args.command,
+            remark=args.remark,
+            beyond=beyond,
+            keep_beyond=args.keep_beyond,
+        )
     except TrustcalError as exc:  # the run's snakemake command where a rule's files are at fault
         rerun = f" (in the run's directory: snakemake --cores 2 --forcerun {exc.rerun})" if exc.rerun else ""
         print(f"error: {str(exc).rstrip('.')}{rerun}.", file=sys.stderr)

@@ -22,13 +22,14 @@ above it in this list (tests/unit/test_layout.py checks it; docs/layout.md draws
     numerics                    PROB_FLOOR, the probability floor of every fit and NLL
     measures                    metrics, opinions, trust, bootstrap
     calibration                 temperature scaling (calibrators)
+    evaluation                  the result tables of prediction sets: trust and scores
     data                        download, staging, splits, synthetic data
     training                    models, engine, the resumable loop, history.csv
     predictions                 reading others' prediction files
-    reporting                   tables, figures, the verdict
+    reporting                   figures, the verdict, the shift tables
     settings                    one Settings object: the config's evaluation sections, parsed once
     stages, assessment          the workflow's stages; assessing prediction files
-    study, api                  the study report; the Python API
+    study, api                  the study report and its answers; the Python API
     cli                         the command line
 """
 

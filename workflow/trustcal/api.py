@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal.calibration import T_MAX, T_MIN
+from trustcal.evaluation import MetricParams, SweepParams
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.options import SettingError, options_of
 from trustcal.measures.trust import TrustParams
@@ -53,7 +54,6 @@ from trustcal.predictions import (
     suspicious,
     transposed_hint,
 )
-from trustcal.reporting.tables import MetricParams, SweepParams
 from trustcal.settings import CalibrationSettings, Settings
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
@@ -373,9 +373,9 @@ def _settings(  # the keyword arguments of assess() but the arrays
     elif not isinstance(trust, TrustParams):
         raise _wrong_type("trust", trust, "a trustcal.measures.trust.TrustParams or None", "TrustParams(clusters=10)")
     if not isinstance(metrics, MetricParams):
-        raise _wrong_type("metrics", metrics, "a trustcal.reporting.tables.MetricParams", "MetricParams()")
+        raise _wrong_type("metrics", metrics, "a trustcal.evaluation.MetricParams", "MetricParams()")
     if sweep is not None and not isinstance(sweep, SweepParams):
-        raise _wrong_type("sweep", sweep, "a trustcal.reporting.tables.SweepParams or None", "None")
+        raise _wrong_type("sweep", sweep, "a trustcal.evaluation.SweepParams or None", "None")
     if isinstance(calibrators, str):
         calibrators = [calibrators]
     if calibrators is None:  # temperature scaling where there are validation predictions
@@ -476,8 +476,8 @@ def assess(
         Probability clusters per class of the trust opinion (default 10: the paper's M).
     trust, metrics, sweep : TrustParams or None, MetricParams, SweepParams or None
         The settings of the trust opinion (:class:`~trustcal.measures.trust.TrustParams`; None:
-        ``TrustParams(clusters=clusters)``), of the metrics (:class:`~trustcal.reporting.tables.MetricParams`)
-        and of the ``trust_sweep`` table (:class:`~trustcal.reporting.tables.SweepParams`; None skips it).
+        ``TrustParams(clusters=clusters)``), of the metrics (:class:`~trustcal.measures.metric_params.MetricParams`)
+        and of the ``trust_sweep`` table (:class:`~trustcal.evaluation.SweepParams`; None skips it).
         Each field documents and checks itself; the defaults are those of ``trustcal assess``.
     t_min, t_max : float
         The bounds of the temperature's search (default 0.01 and 100).

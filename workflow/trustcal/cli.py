@@ -206,9 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
 def setting_groups():
     """The settings of ``trustcal assess`` by help section: (title, [(Settings field, dataclass, flag prefix)]).
     A field's flag is ``--`` + the prefix + its configuration key, or its option's ``flag``."""
+    from trustcal.evaluation import MetricParams, SweepParams
     from trustcal.measures.bootstrap import BootstrapParams
     from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.tables import MetricParams, SweepParams
     from trustcal.settings import CalibrationSettings
 
     return (

@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from trustcal.calibration import METHODS, T_MAX, T_MIN
-from trustcal.files import PAPER_CALIBRATOR
+from trustcal.calibration.states import PAPER_CALIBRATOR
+from trustcal.evaluation.trust import SweepParams
 from trustcal.imports import IMPORT_PATH
 from trustcal.measures.bootstrap import BootstrapParams
+from trustcal.measures.metric_params import MetricParams
 from trustcal.measures.options import SettingError, check_fields, options_of, setting
 from trustcal.measures.trust import TrustParams
-from trustcal.reporting.tables import MetricParams, SweepParams
 
 __all__ = ["CalibrationSettings", "Settings", "config_path"]
 
@@ -86,7 +87,7 @@ class Settings:
     """Every setting of an evaluation; the defaults are the paper's.
 
     ``trust``: the trust opinion (:class:`~trustcal.measures.trust.TrustParams`, the paper's M = 10
-    clusters); ``metrics``: the calibration metrics (:class:`~trustcal.reporting.tables.MetricParams`);
+    clusters); ``metrics``: the calibration metrics (:class:`~trustcal.measures.metric_params.MetricParams`);
     ``sweep``: the cluster sweep of ``trust_sweep.csv`` (None: no sweep); ``bootstrap``: the resamples
     of the test set behind every interval (None: no intervals); ``calibration``:
     :class:`CalibrationSettings`.

@@ -17,11 +17,12 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from trustcal.calibration.states import PAPER_CALIBRATOR, RAW
 from trustcal.calibration.table import load_states
 from trustcal.errors import TrustcalError
+from trustcal.evaluation import PredictionSet
 from trustcal.files import read_result_csv, read_result_npz, write_csv, write_npz
 from trustcal.numerics import one_blas_thread
-from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, PredictionSet
 from trustcal.stages import calibrator_name, epoch_of, load_logits
 
 log = logging.getLogger(__name__)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from trustcal.calibration import T_MAX, T_MIN
+from trustcal.calibration.states import PAPER_STATES, RAW
 from trustcal.calibration.table import (
     CALIBRATION_COLUMNS,
     SPLITS,
@@ -26,10 +28,13 @@ from trustcal.calibration.table import (
     worse_on_test_sentence,
 )
 from trustcal.errors import TrustcalError
+from trustcal.evaluation import PredictionSet, score_tables, trust_tables
 from trustcal.files import read_result_csv, read_result_npz, write_csv, write_npz
 from trustcal.numerics import one_blas_thread
-from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, PredictionSet, score_tables, trust_tables
 from trustcal.settings import Settings
+
+if TYPE_CHECKING:
+    from trustcal.reporting.verdict.settings import VerdictSettings
 
 log = logging.getLogger(__name__)
 
@@ -244,9 +249,6 @@ def scores_stage(logit_paths, calibrators, outputs: dict[str, str], settings: Se
         write_npz(outputs["paired"], **paired_arrays(kept, settings.bootstrap))
 
 
-PAPER_STATES = (RAW, PAPER_CALIBRATOR)  # the paper's before and after calibration
-
-
 def trust_bootstrap_stage(logit_paths, temperature_states, out, settings: Settings) -> None:
     """Trust opinions (``settings.trust``) of every epoch, before and after temperature scaling (the paper's
     two states), on ``settings.bootstrap.resamples`` resamples of the test set (:mod:`trustcal.measures.bootstrap`):
@@ -276,3 +278,49 @@ def trust_bootstrap_stage(logit_paths, temperature_states, out, settings: Settin
         **arrays,
     )
     log.info("%s: %d epochs × %d resamples of the test set", out, len(epochs), bootstrap.resamples)
+
+
+def figures_stage(dataset: str, inputs: Mapping, outputs: Mapping, options: Mapping) -> None:
+    """The figures of ``dataset`` named in ``outputs`` (name → its PNG/PDF paths), drawn from the per-seed
+    tables of ``inputs`` (:func:`trustcal.reporting.figures.registry.render_figures`). ``options``: the
+    config values the figures read (the rule's params: ``run``, its title and classes, and each figure's
+    ``params``); a dataset of the user's own names its classes in its splits (``inputs["splits"]``)."""
+    from trustcal.reporting.figures.registry import render_figures
+
+    inputs, options = dict(inputs), dict(options)
+    splits = list(inputs.pop("splits", None) or [])
+    if splits:  # a dataset of the user's own: its class names are in its splits
+        from trustcal.data.splits import prepared_classes
+
+        options["run"] = dict(options["run"], classes=list(prepared_classes(splits[0])))
+    render_figures(dataset, inputs, dict(outputs), **options)
+
+
+def verdict_settings(config: Mapping, provenance: str = "") -> VerdictSettings:
+    """What the verdict reads of the configuration (the keys the verdict rule passes: ``epochs``, ``clusters``,
+    ``trust``, ``calibration``, ``bootstrap``, ``setups``), typed once: the trust opinion's settings and the
+    bootstrap's of :meth:`Settings.from_config`, the epochs, the split the temperature is fitted on and the
+    setups; ``provenance``: the line that names the configuration judged."""
+    from trustcal.reporting.verdict.settings import VerdictSettings
+
+    settings = Settings.from_config(config)
+    return VerdictSettings(
+        trust=settings.trust,
+        bootstrap=settings.bootstrap,
+        epochs=config.get("epochs"),
+        fit_on=config.get("calibration", {}).get("fit_on"),
+        setups=config.get("setups"),
+        provenance=provenance,
+    )
+
+
+def verdict_stage(
+    trust_paths, history_paths, out_md, out_csv, config: Mapping, provenance: str = "", **options
+) -> pd.DataFrame:
+    """results/reproduction.{md,csv,html}: the paper's claims and the general claims judged on every run's
+    tables (:func:`trustcal.reporting.verdict.render.write_run_verdicts`, its ``options``: the other outputs,
+    the claims files, the logs), under the settings of ``config`` (:func:`verdict_settings`)."""
+    from trustcal.reporting.verdict.render import write_run_verdicts
+
+    settings = verdict_settings(config, provenance)
+    return write_run_verdicts(trust_paths, history_paths, out_md, out_csv, settings, **options)

@@ -14,9 +14,9 @@ import pytest
 from trustcal.assessment import assessment_tables
 from trustcal.assessment import tables as assessment
 from trustcal.assessment.workers import worker_count
+from trustcal.evaluation import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.numerics import one_blas_thread
-from trustcal.reporting.tables import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 from trustcal.settings import Settings
 
 EPOCHS = 12

@@ -81,9 +81,9 @@ def _fixed_bin_ece(probs, labels, idx):
 
 
 def test_each_score_resample_equals_the_metric_on_the_drawn_rows():
+    from trustcal.evaluation import MetricParams
     from trustcal.measures import metrics
     from trustcal.measures.bootstrap import bootstrap_scores
-    from trustcal.reporting.tables import MetricParams
 
     probs, labels = predictions(n=400, k=4, seed=5)
     mp = MetricParams(ece_bins=(10, 7), nts_alpha=0.5, nts_beta=2.0)
@@ -115,9 +115,9 @@ def test_each_score_resample_equals_the_metric_on_the_drawn_rows():
 
 def test_score_interval_matches_the_spread_over_fresh_test_sets():
     """The bootstrap sd of the ECE and the accuracy matches their spread over fresh test sets of the same model."""
+    from trustcal.evaluation import MetricParams
     from trustcal.measures import metrics
     from trustcal.measures.bootstrap import bootstrap_scores
-    from trustcal.reporting.tables import MetricParams
 
     rng = np.random.default_rng(4)
     k, n = 3, 2000
@@ -136,9 +136,9 @@ def test_score_interval_matches_the_spread_over_fresh_test_sets():
 
 
 def test_l2_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows():
+    from trustcal.evaluation import MetricParams
     from trustcal.measures import metrics
     from trustcal.measures.bootstrap import bootstrap_scores
-    from trustcal.reporting.tables import MetricParams
 
     probs, labels = predictions(n=300, k=3, seed=9)
     probs[:40] = probs[0]  # a group of tied confidences (one threshold accepts or rejects all of them)
@@ -173,9 +173,9 @@ def test_ks_and_aurc_resamples_equal_the_metrics_on_the_drawn_rows(case):
     distinct confidences (read only at the ends of runs of hits and misses, the usual case) and with
     ties (groups of equal confidence), at the edges: no error, no hit, the lowest confidences all
     misses (the walk falls from its first sample), a single sample, errors never drawn."""
+    from trustcal.evaluation import MetricParams
     from trustcal.measures import metrics
     from trustcal.measures.bootstrap import bootstrap_scores
-    from trustcal.reporting.tables import MetricParams
 
     probs, labels = predictions(n=1 if case == "one sample" else 300, k=3, seed=11)
     pred, order = probs.argmax(1), np.argsort(probs.max(1))
@@ -314,9 +314,9 @@ def test_smooth_diagram_is_relplots_kernel_smoother_and_its_band_the_drawn_rows(
 
 
 def test_score_tables_carry_the_smooth_ece_interval_and_the_smooth_diagram():
+    from trustcal.evaluation import MetricParams, PredictionSet, score_tables
     from trustcal.measures import metrics
     from trustcal.measures.smooth import bootstrap_smece
-    from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
     probs, labels = _overconfident(800, 4, seed=23, scale=2.0)
     boot = BootstrapParams(resamples=25, seed=9)

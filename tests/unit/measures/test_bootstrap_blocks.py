@@ -7,6 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from trustcal.evaluation import MetricParams
 from trustcal.measures import bootstrap as bs
 from trustcal.measures.bins import TopLabel
 from trustcal.measures.bootstrap import (
@@ -19,7 +20,6 @@ from trustcal.measures.bootstrap import (
 )
 from trustcal.measures.selective import opinion_scores
 from trustcal.measures.trust import TrustParams
-from trustcal.reporting.tables import MetricParams
 
 
 def one_call_counts(n: int, params: BootstrapParams) -> np.ndarray:

@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 
 from trustcal.calibration.temperature import fit_temperature
-from trustcal.measures import decomposition as D
-from trustcal.measures.bootstrap import BootstrapParams, resample_counts
-from trustcal.reporting.tables import (
+from trustcal.evaluation import (
     MetricParams,
     PredictionSet,
     refinement_losses,
     refinement_replicates,
     score_tables,
 )
+from trustcal.measures import decomposition as D
+from trustcal.measures.bootstrap import BootstrapParams, resample_counts
 
 EPS = float(np.finfo(float).eps)
 
@@ -46,7 +46,7 @@ def calibrated(n, k, rng, scale=1.5):
 
 def split(probs, labels, folds: int = 5, seed: int = 0) -> dict[str, float]:
     """The calibration/refinement terms of probability predictions as scores.csv computes them: the production
-    path, :func:`trustcal.reporting.tables.refinement_losses` (NaN when there are fewer samples than folds)."""
+    path, :func:`trustcal.evaluation.refinement_losses` (NaN when there are fewer samples than folds)."""
     losses = refinement_losses(
         PredictionSet(0, "none", "test", probs, labels), MetricParams(refinement_folds=folds), seed
     )

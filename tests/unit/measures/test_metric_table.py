@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trustcal.evaluation import MetricParams, PredictionSet, score_tables
 from trustcal.measures import metrics as M
 from trustcal.measures.bootstrap import BootstrapParams, bootstrap_scores, resample_counts
-from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
 
 def predictions(n=300, k=4, seed=0):
@@ -26,8 +26,8 @@ def test_the_columns_are_the_keys_of_scalar_metrics_in_the_table_order():
     probs, labels = predictions()
     for kwargs in ({}, dict(ece_bins=(7, 3), l2_bins=4, reliability_bins=6)):
         out = M.scalar_metrics(probs, labels, **kwargs)
-        assert list(out) == M.scalar_columns(M.ScalarSettings(**kwargs))
-    assert M.scalar_columns(M.ScalarSettings(ece_bins=(7, 3)))[4:11] == [
+        assert list(out) == M.scalar_columns(M.MetricParams(**kwargs))
+    assert M.scalar_columns(M.MetricParams(ece_bins=(7, 3)))[4:11] == [
         "ece",
         "ece_7",
         "ece_3",
@@ -41,7 +41,7 @@ def test_the_columns_are_the_keys_of_scalar_metrics_in_the_table_order():
 def test_a_metric_with_a_per_sample_term_is_the_mean_of_that_term():
     probs, labels = predictions(seed=1)
     top = M.TopLabel.of(probs, labels)
-    settings = M.ScalarSettings()
+    settings = M.MetricParams()
     with_term = {name: metric for name, metric in M.METRICS.items() if metric.term is not None}
     assert list(with_term) == ["accuracy", "mean_confidence", "nll", "brier", "net_trust_score"]
     for metric in with_term.values():
@@ -79,16 +79,18 @@ def test_one_entry_adds_a_metric_to_scalar_metrics_the_bootstrap_and_scores_csv(
     assert row["confidence_sq_lo"] <= row["confidence_sq"] <= row["confidence_sq_hi"]
 
 
-def test_scalar_settings_need_an_ece_bin_count():
-    with pytest.raises(ValueError, match="ece_bins must name at least one bin count"):
-        M.ScalarSettings.of(M.ScalarSettings(ece_bins=()))
+def test_the_metric_settings_need_an_ece_bin_count():
+    with pytest.raises(ValueError, match=r"^ece_bins must be one or more values, e\.g\. \(10, 15\) \(got \(\)\)$"):
+        M.MetricParams(ece_bins=())
 
 
 PACKAGE = Path(M.__file__).resolve().parents[1]  # workflow/trustcal
 
 
 @pytest.mark.parametrize(
-    "module", sorted((PACKAGE / "measures").glob("*.py")) + [PACKAGE / "reporting" / "tables.py"], ids=lambda p: p.name
+    "module",
+    sorted((PACKAGE / "measures").glob("*.py")) + sorted((PACKAGE / "evaluation").glob("*.py")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_no_private_name_is_imported_from_another_module(module):
     """Each module's underscore names are its own: what another module needs is public."""
@@ -99,3 +101,15 @@ def test_no_private_name_is_imported_from_another_module(module):
         if isinstance(node, ast.ImportFrom) and node.level:  # relative imports count too
             private += [f".{a.name}" for a in node.names if a.name.startswith("_")]
     assert private == []
+
+
+def test_metrics_exports_its_own_names_and_the_estimators_of_calibration_errors():
+    """``from trustcal.measures.metrics import *`` gives every metric, the calibration errors' estimators
+    (:data:`trustcal.measures.calibration_errors.ESTIMATORS`, written once there) among them."""
+    from trustcal.measures import calibration_errors
+
+    assert set(calibration_errors.ESTIMATORS) <= set(M.__all__) and len(set(M.__all__)) == len(M.__all__)
+    for name in M.__all__:
+        assert getattr(M, name) is not None, name
+    for name in calibration_errors.ESTIMATORS:
+        assert getattr(M, name) is getattr(calibration_errors, name), name

@@ -596,7 +596,7 @@ def test_side_tables_are_those_of_the_test_split_and_scores_of_every_split():
     """score_tables: the side tables (read by the figures for the test split only) come from the test
     predictions alone, the same rows as a call on those alone; scores.csv keeps a row per split; with
     no test split the side tables are those of the splits given."""
-    from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
+    from trustcal.evaluation import MetricParams, PredictionSet, score_tables
 
     rng = np.random.default_rng(3)
     preds = [
@@ -724,7 +724,7 @@ def test_scalar_metrics_and_the_scores_csv_row_equal_hand_computed_values():
     sums of twelve numbers ≤ 1 in float64 on either side, 16·N·eps; the inputs are decimal literals on both
     sides. The Brier score is the definition on the same rows; the other columns equal their own functions on
     these predictions (tested by value in their modules)."""
-    from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
+    from trustcal.evaluation import MetricParams, PredictionSet, score_tables
 
     probs = np.array([SCALAR_ROWS[i][0] for i in SCALAR_ORDER])
     labels = np.array([SCALAR_ROWS[i][1] for i in SCALAR_ORDER])
@@ -772,14 +772,14 @@ def test_scalar_metrics_on_author_mnist_files(mnist, name):
 def test_documented_defaults_and_the_empty_bins_message():
     """What the docstrings promise where no other test reaches: the trust density's default grid is 201 points
     from 0 to 1 (a step of 0.005); a trust spectrum over more labels than the predictions' columns has NaN for
-    the labels that do not occur; scalar_metrics refuses no ECE bins with its own message; geometric_bins'
+    the labels that do not occur; scalar_metrics refuses no ECE bins with MetricParams' message; geometric_bins'
     documented defaults."""
     q = np.array([0.2, 0.5, 0.9])
     grid, density = M.trust_density(q)
     assert grid.shape == density.shape == (201,) and (grid[0], grid[1], grid[-1]) == (0.0, 0.005, 1.0)
     spectrum = M.trust_spectrum(HAND_P, HAND_Y, n_classes=HAND_P.shape[1] + 2)
     assert spectrum.shape == (HAND_P.shape[1] + 2,) and np.isnan(spectrum[-2:]).all()
-    with pytest.raises(ValueError, match=r"^ece_bins must name at least one bin count$"):
+    with pytest.raises(ValueError, match=r"^ece_bins must be one or more values, e\.g\. \(10, 15\) \(got \(\)\)$"):
         M.scalar_metrics(HAND_P, HAND_Y, ece_bins=())
     # Nelson's histogram: eps = 0.01 and 10 bins unless told, its singular flags a boolean column
     probs, labels = random_predictions(300, 4, 2)

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
+from trustcal.evaluation import MetricParams, PredictionSet, score_tables
 from trustcal.files import read_result_npz, write_npz
 from trustcal.measures import metrics
 from trustcal.measures.bootstrap import BootstrapParams, bootstrap_scores, resample_counts
@@ -25,7 +26,6 @@ from trustcal.measures.paired import (
     variance_terms,
 )
 from trustcal.measures.trust import trust_opinions
-from trustcal.reporting.tables import MetricParams, PredictionSet, score_tables
 
 EPS = np.finfo(float).eps
 EPS32 = float(np.finfo(np.float32).eps)
@@ -262,8 +262,8 @@ def test_trust_bootstrap_pairs_both_states_on_the_same_drawn_rows(tmp_path):
     Algorithm 1 on the rows resample b drew, the same rows for both states, so after − before on row b is the
     difference of Algorithm 1 of the two states on those rows."""
     from trustcal import stages
+    from trustcal.evaluation import trust_table
     from trustcal.files import write_npz
-    from trustcal.reporting.tables import trust_table
     from trustcal.reporting.verdict.runs import AFTER, BEFORE, COMPONENTS, run_from_tables
     from trustcal.settings import Settings
 

@@ -15,11 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trustcal.measures import metrics
-from trustcal.measures.bootstrap import BootstrapParams, bootstrap_selective, percentile_interval, resample_counts
-from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverages, selective_areas
-from trustcal.measures.trust import TrustParams
-from trustcal.reporting.tables import (
+from trustcal.evaluation import (
     COVERAGES,
     PredictionSet,
     dynamic_trust,
@@ -27,6 +23,10 @@ from trustcal.reporting.tables import (
     selective_table,
     trust_tables,
 )
+from trustcal.measures import metrics
+from trustcal.measures.bootstrap import BootstrapParams, bootstrap_selective, percentile_interval, resample_counts
+from trustcal.measures.selective import SCORES, opinion_scores, risk_at_coverages, selective_areas
+from trustcal.measures.trust import TrustParams
 
 EPS = float(np.finfo(float).eps)
 

@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 
 from trustcal.calibration import METHODS
+from trustcal.evaluation import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
 from trustcal.reporting import figures
 from trustcal.reporting.figures.calibrators import CALIBRATOR_COLOURS, CALIBRATOR_MARKERS, CALIBRATOR_NAMES
 from trustcal.reporting.figures.epochs import temperature_label
-from trustcal.reporting.tables import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 
 EPOCHS, N, K = 3, 120, 4
 VOCABULARY = set(CALIBRATOR_NAMES.values())

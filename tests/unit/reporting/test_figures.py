@@ -13,6 +13,7 @@ from helpers.workflow import REPO
 from PIL import Image
 
 from trustcal.errors import TrustcalError
+from trustcal.evaluation import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 from trustcal.files import write_csv
 from trustcal.measures.bootstrap import BootstrapParams
 from trustcal.measures.trust import TrustParams
@@ -20,7 +21,6 @@ from trustcal.registry import CIFAR10_CLASSES
 from trustcal.reporting import figures
 from trustcal.reporting.figures import registry, shift_registry
 from trustcal.reporting.figures.style import MANY_LABELS
-from trustcal.reporting.tables import MetricParams, PredictionSet, SweepParams, score_tables, trust_tables
 
 EPOCHS = 5
 BOOTSTRAP = BootstrapParams(resamples=50)
@@ -124,7 +124,7 @@ def test_every_figure_is_declared_once_with_a_rule_a_report_section_and_a_captio
     # every caption file belongs to a figure (or to the verdict / the report's front page); the shift figures'
     # (shift_registry.SHIFT_FIGURES) are tested in test_shift_figures.py
     captions = {spec.caption for spec in (*figures.FIGURES.values(), *shift_registry.SHIFT_FIGURES.values())}
-    assert {p.name for p in report.glob("*.rst")} == captions | {"verdict.rst", "workflow.rst"}
+    assert {p.name for p in report.glob("*.rst")} == captions | {"verdict.rst", "summary.rst", "workflow.rst"}
     # each report section is introduced on the report's front page
     front = (report / "workflow.rst").read_text()
     for section in registry.SECTIONS:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from trustcal.evaluation import PredictionSet
 from trustcal.measures import metrics
 from trustcal.measures.bootstrap import BootstrapParams, resample_counts
 from trustcal.measures.trust import TrustParams, trust_opinions
@@ -20,7 +21,6 @@ from trustcal.reporting.shift import (
     shift_row,
     shift_rows,
 )
-from trustcal.reporting.tables import PredictionSet
 
 
 def _logits(seed: int, n: int = 300, k: int = 4, scale: float = 3.0) -> tuple[np.ndarray, np.ndarray]:

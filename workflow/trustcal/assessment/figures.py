@@ -18,7 +18,8 @@ import pandas as pd
 
 from trustcal.assessment.result import Assessment, Progress, no_progress
 from trustcal.assessment.workers import forked, worker_count
-from trustcal.files import PAPER_CALIBRATOR, RAW, DiskError, disk_error, full_disk_cause
+from trustcal.calibration.states import PAPER_CALIBRATOR, RAW
+from trustcal.files import DiskError, disk_error, full_disk_cause
 from trustcal.predictions import InputWarning
 from trustcal.reporting.figures.registry import CALIBRATOR_SECTION, FIGURES
 

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 
 from trustcal.calibration.methods import many_classes_advice
+from trustcal.calibration.states import PAPER_CALIBRATOR, RAW
 from trustcal.calibration.table import CALIBRATION_COLUMNS, calibration_row
-from trustcal.files import PAPER_CALIBRATOR, RAW
+from trustcal.evaluation import PredictionSet
 from trustcal.numerics import floored_log
 from trustcal.predictions import InputWarning, Loaded, PredictionError, SeriesError, Warn
-from trustcal.reporting.tables import PredictionSet
 from trustcal.settings import CalibrationSettings
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -22,8 +23,12 @@ from trustcal.assessment.sources import assess_files
 from trustcal.assessment.summary import file_list
 from trustcal.errors import TrustcalError
 from trustcal.files import atomic_directory, write_csv, written_files
+from trustcal.measures.trust import TrustParams
 from trustcal.predictions import ReadOptions
 from trustcal.settings import Settings
+
+if TYPE_CHECKING:
+    from trustcal.reporting.verdict import VerdictSettings
 
 MARKER = "assess.json"  # written last; marks a directory that assess may write again, and lists its files
 
@@ -58,15 +63,15 @@ def _provenance(a: Assessment, flagged) -> str:
     return text
 
 
-def write_paper_verdict(a: Assessment, dataset: str, out: Path, run: dict) -> pd.DataFrame:
-    """The paper's claims about ``dataset`` judged on these predictions: reproduction.{md,csv} in ``out``.
-    Epochs flagged as double softmax are named, and every claim is recomputed without them."""
+def write_paper_verdict(a: Assessment, dataset: str, out: Path, settings: VerdictSettings) -> pd.DataFrame:
+    """The paper's claims about ``dataset`` judged on these predictions under ``settings``: reproduction.{md,csv}
+    in ``out``. Epochs flagged as double softmax are named, and every claim is recomputed without them."""
     from trustcal.reporting.verdict import write_verdict
 
     flagged = flagged_predictions(a)
     return write_verdict(
         paper_runs(a, dataset),
-        {**run, "provenance": _provenance(a, flagged)},
+        replace(settings, provenance=_provenance(a, flagged)),
         out / "reproduction.md",
         out / "reproduction.csv",
         flagged={dataset: flagged},
@@ -76,14 +81,13 @@ def write_paper_verdict(a: Assessment, dataset: str, out: Path, run: dict) -> pd
 CLAIMS_VERDICT = ("verdict.md", "verdict.csv")  # a claims file's verdict (``claims``), beside the tables
 
 
-def write_claims_verdict(a: Assessment, claims_file, out: Path, run: dict) -> pd.DataFrame:
-    """The claims of ``claims_file`` (docs/claims.md) judged on these predictions: verdict.{md,csv} in ``out``.
+def write_claims_verdict(a: Assessment, claims_file, out: Path, settings: VerdictSettings) -> pd.DataFrame:
+    """The claims of ``claims_file`` (docs/claims.md) judged on these predictions under ``settings``:
+    verdict.{md,csv} in ``out``.
 
     The series is one run of every dataset the claims name (their ``dataset`` is for the workflow); a
     claim comparing two datasets (``versus``) is not comparable here. Epochs flagged as double softmax are
     named, and every claim is recomputed without them."""
-    from dataclasses import replace
-
     from trustcal.reporting.verdict import load_claims, run_from_tables, write_verdict
 
     claims = [
@@ -98,7 +102,7 @@ def write_claims_verdict(a: Assessment, claims_file, out: Path, run: dict) -> pd
     flagged = flagged_predictions(a)
     return write_verdict(
         runs,
-        {**run, "provenance": _provenance(a, flagged)},
+        replace(settings, provenance=_provenance(a, flagged)),
         out / CLAIMS_VERDICT[0],
         out / CLAIMS_VERDICT[1],
         flagged={ds: flagged for ds in runs},
@@ -120,22 +124,23 @@ def write_assessment(
     processes: int = 1,
     wording: Wording = library_words,
     claims: str | Path | None = None,
+    trust: TrustParams | None = None,
 ) -> None:
     """Tables, figures (a file per format of ``figure_formats``, drawn in up to ``processes`` processes),
     summary.txt, warnings.txt (each message in the caller's words, ``wording``) and assess.json into ``out``
     (a fresh directory); with ``paper_claims`` (a dataset of the paper) also the verdict on the paper's claims,
-    with ``claims`` (a claims file) the verdict on its claims (:func:`write_claims_verdict`)."""
+    with ``claims`` (a claims file) the verdict on its claims (:func:`write_claims_verdict`), both under the
+    trust opinion's settings ``trust`` (None: not known)."""
     for name, df in a.tables.items():
         write_csv(df, out / f"{name}.csv")
-    run = {
-        "clusters": a.clusters,
-        "trust": (meta or {}).get("trust", {}),
-        "epochs": int(max((f.epoch for f in a.files), default=0)),
-    }
-    if paper_claims:
-        write_paper_verdict(a, paper_claims, out, run)
-    if claims is not None:
-        write_claims_verdict(a, claims, out, run)
+    if paper_claims or claims is not None:
+        from trustcal.reporting.verdict import VerdictSettings
+
+        settings = VerdictSettings(trust=trust, epochs=int(max((f.epoch for f in a.files), default=0)))
+        if paper_claims:
+            write_paper_verdict(a, paper_claims, out, settings)
+        if claims is not None:
+            write_claims_verdict(a, claims, out, settings)
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     if figures:
@@ -241,6 +246,7 @@ def assess_to_dir(
             processes=processes,
             wording=wording,
             claims=claims,
+            trust=settings.trust,
         )
     a.kept = kept
     return a

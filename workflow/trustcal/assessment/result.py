@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from trustcal.assessment.summary import format_summary
+from trustcal.evaluation import MetricParams
 from trustcal.measures.trust import TrustParams
 from trustcal.predictions import InputWarning, PredictionFile
-from trustcal.reporting.tables import MetricParams
 
 # progress(items, what, unit) → the items, shown as they are worked through (the CLI passes a tqdm bar).
 Progress = Callable[[Sequence, str, str], Iterable]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from trustcal import __version__
-from trustcal.files import paper_states
+from trustcal.calibration.states import paper_states
 
 SUMMARY_MAX_EPOCHS = 30  # more epochs than this: the summary shows the first and last 15
 

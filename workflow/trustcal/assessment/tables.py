@@ -1,6 +1,6 @@
 """The tables of an assessment: predictions already read and checked, with the calibrators fitted,
-turned into the workflow's own tables (:func:`~trustcal.reporting.tables.trust_tables`,
-:func:`~trustcal.reporting.tables.score_tables`), every prediction file treated as the test split.
+turned into the workflow's own tables (:func:`~trustcal.evaluation.trust_tables`,
+:func:`~trustcal.evaluation.score_tables`), every prediction file treated as the test split.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from trustcal.assessment.fit import predictions_of
 from trustcal.assessment.result import Assessment, Progress, no_progress
 from trustcal.assessment.workers import forked, worker_count
 from trustcal.calibration.table import WORSE_ON_TEST, worse_on_test, worse_on_test_sentence
+from trustcal.evaluation import PredictionSet, score_tables, trust_sweep_table, trust_tables
 from trustcal.numerics import one_blas_thread
 from trustcal.predictions import InputWarning, Loaded
-from trustcal.reporting.tables import PredictionSet, score_tables, trust_sweep_table, trust_tables
 from trustcal.settings import Settings
 
 T = TypeVar("T")
@@ -118,7 +118,7 @@ def assessment_tables(
     progress: Progress = no_progress,
     processes: int = 1,
 ) -> dict[str, pd.DataFrame]:
-    """:func:`~trustcal.reporting.tables.trust_tables` and :func:`~trustcal.reporting.tables.score_tables`
+    """:func:`~trustcal.evaluation.trust_tables` and :func:`~trustcal.evaluation.score_tables`
     of ``preds``, computed one epoch at a time so that ``progress`` can follow a long series; the same
     tables, rows in the same order (``preds`` come epoch by epoch), as one call on every epoch.
     ``trust_sweep`` picks its epochs from the whole series, so it is computed on all of them at once (with

@@ -18,21 +18,7 @@ from pathlib import Path
 import numpy as np
 import torchvision.datasets as tvd
 
-from trustcal.data.checksums import (
-    ARCHIVE_MD5,
-    CONTENT_MD5,
-    NOT_CHECKED,
-    DatasetUnavailable,
-    check_labels,
-    check_readable,
-    fetch,
-    file_md5,
-    instructions_text,
-    mismatch_line,
-    rejected,
-    require_download,
-    torchvision_class,
-)
+from trustcal.data import checksums
 from trustcal.files import RefusedPickle, atomic_directory, load_plain_pickle
 from trustcal.registry import DatasetSpec
 
@@ -63,7 +49,7 @@ class CifarFiles:
 
 
 def cifar_files(spec: DatasetSpec) -> CifarFiles:
-    tv = torchvision_class(spec)
+    tv = checksums.torchvision_class(spec)
     if spec.torchvision == "CIFAR10":  # this module's tables, read now: tests put synthetic files' md5s in them
         archive_md5, content_md5 = CIFAR10_ARCHIVE_MD5, CIFAR10_CONTENT_MD5
     else:
@@ -92,7 +78,7 @@ def instructions(spec: DatasetSpec, data_dir: Path) -> str:
         f"or copy its extracted folder there, {data_dir / files.folder}/, holding:"
     )
     lines = [f"  {name}  (md5 {md5})" for name, md5 in files.content_md5.items()]
-    return instructions_text(head, lines, "by archive or content md5")
+    return checksums.instructions_text(head, lines, "by archive or content md5")
 
 
 def stage(spec: DatasetSpec, data_dir: Path, verify: bool, allow_download: bool) -> dict[str, str]:
@@ -104,8 +90,8 @@ def stage(spec: DatasetSpec, data_dir: Path, verify: bool, allow_download: bool)
         how = _check_cifar_batches(spec, files, batches, verify)
     else:
         if not archive.exists():
-            require_download(spec, data_dir, [files.archive], allow_download, instructions(spec, data_dir))
-            fetch(spec, [files.url], archive, files.archive_md5, instructions(spec, data_dir))
+            checksums.require_download(spec, data_dir, [files.archive], allow_download, instructions(spec, data_dir))
+            checksums.fetch(spec, [files.url], archive, files.archive_md5, instructions(spec, data_dir))
             verify = True  # checked by its archive md5 on download
         how = _extract_cifar(spec, files, archive, batches, verify)
     return {str(batches / name): how for name in files.content_md5}
@@ -114,27 +100,33 @@ def stage(spec: DatasetSpec, data_dir: Path, verify: bool, allow_download: bool)
 def _check_cifar_batches(spec: DatasetSpec, files: CifarFiles, batches: Path, verify: bool) -> str:
     missing = [name for name in files.content_md5 if not (batches / name).is_file()]
     if missing:
-        raise DatasetUnavailable(
+        raise checksums.DatasetUnavailable(
             f"{spec.name}: {batches} is incomplete, it lacks {', '.join(missing)}. Fix: add them, or move the "
             f"folder away so that it is extracted from {files.archive}.\n{instructions(spec, batches.parent)}"
         )
     if not verify:
-        return NOT_CHECKED
+        return checksums.NOT_CHECKED
     archive = (files.archive, files.archive_md5)
     problems = [
-        mismatch_line(batches / name, found, archive, (name, md5))
+        checksums.mismatch_line(batches / name, found, archive, (name, md5))
         for name, md5 in files.content_md5.items()
-        if (found := file_md5(batches / name)) != md5
+        if (found := checksums.file_md5(batches / name)) != md5
     ]
     if problems:
-        raise rejected(spec, problems)
-    return CONTENT_MD5
+        raise checksums.rejected(spec, problems)
+    return checksums.CONTENT_MD5
 
 
 def _extract_cifar(spec: DatasetSpec, files: CifarFiles, archive: Path, batches: Path, verify: bool) -> str:
     """Extract the batches from ``archive`` into ``batches`` (absent or empty), checked by archive or content md5."""
-    found = file_md5(archive)
-    how = NOT_CHECKED if not verify else ARCHIVE_MD5 if found == files.archive_md5 else CONTENT_MD5
+    found = checksums.file_md5(archive)
+    how = (
+        checksums.NOT_CHECKED
+        if not verify
+        else checksums.ARCHIVE_MD5
+        if found == files.archive_md5
+        else checksums.CONTENT_MD5
+    )
     official = (files.archive, files.archive_md5)
     # The marker is never consulted: batches holds no file here, so nothing staged is replaced.
     with atomic_directory(batches, marker=".extracted-by-trustcal") as tmp:
@@ -142,19 +134,19 @@ def _extract_cifar(spec: DatasetSpec, files: CifarFiles, archive: Path, batches:
             members = _extract_members(files, archive, tmp)
         except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
             line = f"  {archive}: md5 {found}, not a readable tar.gz file ({exc}); official md5 {files.archive_md5}"
-            raise rejected(spec, [line]) from None
+            raise checksums.rejected(spec, [line]) from None
         missing = [f"{files.folder}/{name}" for name in files.content_md5 if name not in members]
         if missing:
             line = f"  {archive}: md5 {found}, lacks {', '.join(missing)}; official md5 {files.archive_md5}"
-            raise rejected(spec, [line])
-        if how == CONTENT_MD5:
+            raise checksums.rejected(spec, [line])
+        if how == checksums.CONTENT_MD5:
             problems = [
-                mismatch_line(archive, f"{found} (member {name}: {members[name]})", official, (name, md5))
+                checksums.mismatch_line(archive, f"{found} (member {name}: {members[name]})", official, (name, md5))
                 for name, md5 in files.content_md5.items()
                 if members[name] != md5
             ]
             if problems:
-                raise rejected(spec, problems)
+                raise checksums.rejected(spec, problems)
     log.info("%s: extracted from %s", batches, archive)
     return how
 
@@ -181,9 +173,9 @@ def _extract_members(files: CifarFiles, archive: Path, dest: Path) -> dict[str, 
     return md5s
 
 
-def _cifar_unreadable(spec: DatasetSpec, path: Path, problem: str, data_dir: Path) -> DatasetUnavailable:
+def _cifar_unreadable(spec: DatasetSpec, path: Path, problem: str, data_dir: Path) -> checksums.DatasetUnavailable:
     md5 = cifar_files(spec).content_md5.get(path.name)
-    return DatasetUnavailable(
+    return checksums.DatasetUnavailable(
         f"{spec.name}: {path}: {problem}. Fix: replace it with the official file ({path.name}, md5 {md5}), or rebuild "
         f"the batches.\n{instructions(spec, data_dir)}"
     )
@@ -229,7 +221,9 @@ def _read_cifar_split(
         if y.shape != (len(x),):
             problem = f"not {what} ({len(x)} images but labels of shape {y.shape})"
             raise _cifar_unreadable(spec, batches / name, problem, data_dir)
-        check_labels(spec, y, len(spec.classes), batches / name, "replace it with the official file, or rebuild it")
+        checksums.check_labels(
+            spec, y, len(spec.classes), batches / name, "replace it with the official file, or rebuild it"
+        )
         images.append(x)
         labels.append(y)
     return np.ascontiguousarray(np.concatenate(images)), np.concatenate(labels)
@@ -242,7 +236,7 @@ def load(spec: DatasetSpec, data_dir: Path, verify_checksums: bool) -> tuple[np.
     files = cifar_files(spec)
     batches = data_dir / files.folder
     for name, md5 in files.content_md5.items():
-        check_readable(spec, data_dir, batches / name, md5, verify_checksums, instructions(spec, data_dir))
+        checksums.check_readable(spec, data_dir, batches / name, md5, verify_checksums, instructions(spec, data_dir))
     meta = _read_cifar_pickle(spec, batches / files.meta, data_dir)
     if files.meta_key not in meta:
         problem = f"not {spec.title}'s {files.meta} (no '{files.meta_key}')"

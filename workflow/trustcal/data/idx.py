@@ -16,22 +16,7 @@ import numpy as np
 import torchvision.datasets as tvd
 
 from trustcal import registry
-from trustcal.data.checksums import (
-    ARCHIVE_MD5,
-    CONTENT_MD5,
-    NOT_CHECKED,
-    DatasetUnavailable,
-    check_labels,
-    checksums_off,
-    fetch,
-    file_md5,
-    instructions_text,
-    mismatch_line,
-    rejected,
-    require_download,
-    torchvision_class,
-    write_extracted,
-)
+from trustcal.data import checksums
 from trustcal.registry import DatasetSpec
 
 log = logging.getLogger(__name__)
@@ -63,7 +48,7 @@ class IdxFiles:
 
 
 def idx_files(spec: DatasetSpec) -> IdxFiles:
-    tv = torchvision_class(spec)
+    tv = checksums.torchvision_class(spec)
     archives = [url.rsplit("/", 1)[-1] for url, _ in tv.resources]
     if spec.torchvision == "MNIST":  # this module's tables, read now: tests put synthetic files' md5s in them
         archive_md5, content_md5 = MNIST_ARCHIVE_MD5, MNIST_CONTENT_MD5
@@ -98,7 +83,7 @@ def instructions(spec: DatasetSpec, data_dir: Path) -> str:
         )
         for name in files.names
     ]
-    return instructions_text(head, lines, checked)
+    return checksums.instructions_text(head, lines, checked)
 
 
 def stage(spec: DatasetSpec, data_dir: Path, verify: bool, allow_download: bool) -> dict[str, str]:
@@ -114,24 +99,24 @@ def stage(spec: DatasetSpec, data_dir: Path, verify: bool, allow_download: bool)
         except _Unverifiable as exc:
             unverifiable.append(str(exc))
     if problems:
-        raise rejected(spec, problems, *([] if files.content_md5 else ["matching its archive md5"]))
+        raise checksums.rejected(spec, problems, *([] if files.content_md5 else ["matching its archive md5"]))
     if unverifiable:
-        raise DatasetUnavailable(
+        raise checksums.DatasetUnavailable(
             f"{spec.name}: staged file(s) cannot be checked: only the md5s of {spec.title}'s .gz archives are "
             "known (torchvision's), not those of their uncompressed contents (left on disk unchanged):\n"
             + "\n".join(unverifiable)
             + "\nFix: put each file's .gz archive (named above) beside it, where it is checked and the file "
-            f"against its content; or, for a dataset rebuilt from another source, set {checksums_off(spec.name)}."
+            f"against its content; or, for a dataset rebuilt from another source, set {checksums.checksums_off(spec.name)}."
         )
     missing = [name for name in files.names if how[name] is None]
     if missing:
-        require_download(
+        checksums.require_download(
             spec, data_dir, [f"{name}.gz" for name in missing], allow_download, instructions(spec, data_dir)
         )
     for name in missing:
         archive = f"{name}.gz"
         urls = [f"{mirror}{archive}" for mirror in files.mirrors]
-        fetch(spec, urls, raw / archive, files.archive_md5[archive], instructions(spec, data_dir))
+        checksums.fetch(spec, urls, raw / archive, files.archive_md5[archive], instructions(spec, data_dir))
         how[name] = _stage_idx_file(raw, name, files, verify=True)
     return {str(raw / name): how[name] for name in files.names}
 
@@ -148,34 +133,36 @@ def _stage_idx_file(raw: Path, name: str, files: IdxFiles, verify: bool) -> str 
     official = (archive.name, archive_md5), (name, content_md5)
     if target.exists() and not (verify and content_md5 is None and archive.exists()):
         if not verify:
-            return NOT_CHECKED
+            return checksums.NOT_CHECKED
         if content_md5 is None:
             raise _Unverifiable(f"  {target}: stage {archive.name} (archive md5 {archive_md5})")
-        found = file_md5(target)
+        found = checksums.file_md5(target)
         if found != content_md5:
-            raise _Mismatch(mismatch_line(target, found, *official))
-        return CONTENT_MD5
+            raise _Mismatch(checksums.mismatch_line(target, found, *official))
+        return checksums.CONTENT_MD5
     if not archive.exists():
         return None
-    found = file_md5(archive)
+    found = checksums.file_md5(archive)
     try:
         content = gzip.decompress(archive.read_bytes())
     except (OSError, EOFError, zlib.error) as exc:
-        raise _Mismatch(mismatch_line(archive, f"{found} (not a readable gzip file: {exc})", *official)) from None
-    how = NOT_CHECKED if not verify else ARCHIVE_MD5 if found == archive_md5 else None
+        raise _Mismatch(
+            checksums.mismatch_line(archive, f"{found} (not a readable gzip file: {exc})", *official)
+        ) from None
+    how = checksums.NOT_CHECKED if not verify else checksums.ARCHIVE_MD5 if found == archive_md5 else None
     if how is None:
         if content_md5 is None:
-            raise _Mismatch(mismatch_line(archive, found, *official))
+            raise _Mismatch(checksums.mismatch_line(archive, found, *official))
         content_found = hashlib.md5(content).hexdigest()
         if content_found != content_md5:
-            raise _Mismatch(mismatch_line(archive, f"{found} (uncompressed: {content_found})", *official))
-        how = CONTENT_MD5
+            raise _Mismatch(checksums.mismatch_line(archive, f"{found} (uncompressed: {content_found})", *official))
+        how = checksums.CONTENT_MD5
     if target.exists():  # staged beside its verified archive: it must be the archive's content
-        found = file_md5(target)
+        found = checksums.file_md5(target)
         if found != hashlib.md5(content).hexdigest():
             raise _Mismatch(f"  {target}: md5 {found}, not the content of {archive} beside it (which is verified)")
         return how
-    write_extracted(target, content)
+    checksums.write_extracted(target, content)
     log.info("%s: extracted from %s", target, archive.name)
     return how
 
@@ -186,14 +173,14 @@ def load(spec: DatasetSpec, data_dir: Path) -> tuple[np.ndarray, ...]:
     out = []
     for train in (True, False):
         try:
-            ds = torchvision_class(spec)(str(data_dir), train=train, download=False)
+            ds = checksums.torchvision_class(spec)(str(data_dir), train=train, download=False)
         except RuntimeError as exc:
-            raise DatasetUnavailable(
+            raise checksums.DatasetUnavailable(
                 f"{spec.name}: cannot read the dataset in {data_dir} ({exc}).\n{instructions(spec, data_dir)}"
             ) from None
         x = np.asarray(ds.data, dtype=np.uint8)
         out += [np.ascontiguousarray(x[:, None, :, :]), np.asarray(ds.targets, dtype=np.int64)]
     fix = f"replace them with the official files.\n{instructions(spec, data_dir)}"
     for y in out[1::2]:
-        check_labels(spec, y, len(spec.classes), data_dir / idx_files(spec).raw, fix)
+        checksums.check_labels(spec, y, len(spec.classes), data_dir / idx_files(spec).raw, fix)
     return tuple(out)

@@ -106,31 +106,3 @@ def read_seeds(paths: Iterable[str | os.PathLike], columns: tuple[str, ...], rul
     if not frames:
         raise TrustcalError(f"no {rule} table given")
     return pd.concat(frames, ignore_index=True)
-
-
-def calibrated_flag(column: pd.Series) -> pd.Series:
-    """The ``calibrated`` column as booleans, however a CSV round trip spelled them (True, true, 1, 1.0)."""
-    return column.astype(str).str.lower().isin(("true", "1", "1.0"))
-
-
-RAW, PAPER_CALIBRATOR = "none", "temperature"  # the `calibrator` of the raw model and of the paper's method
-
-
-def temperature_rows(calibration: pd.DataFrame) -> pd.DataFrame:
-    """calibration.csv's rows of temperature scaling (a table from before the ``calibrator`` column: all)."""
-    if "calibrator" not in calibration:
-        return calibration
-    return calibration[calibration["calibrator"] == PAPER_CALIBRATOR]
-
-
-def paper_states(df: pd.DataFrame) -> pd.DataFrame:
-    """The paper's two states of a result table: the raw model's rows (before calibration) and
-    temperature scaling's (after), with a boolean ``calibrated`` column beside ``calibrator``.
-
-    A table written before the ``calibrator`` column existed (``calibrated`` only) is read as it is.
-    """
-    if "calibrator" not in df.columns:
-        return df.assign(calibrated=calibrated_flag(df["calibrated"]))
-    out = df[df["calibrator"].isin((RAW, PAPER_CALIBRATOR))].copy()
-    out.insert(int(out.columns.get_loc("calibrator")) + 1, "calibrated", out["calibrator"] == PAPER_CALIBRATOR)
-    return out.reset_index(drop=True)

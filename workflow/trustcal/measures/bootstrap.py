@@ -30,7 +30,8 @@ import numpy as np
 
 from trustcal.measures.bins import TopLabel, bin_indices
 from trustcal.measures.limits import MAX_RESAMPLES, MAX_SEED, RESAMPLES_COST, SEED_COST
-from trustcal.measures.metrics import METRICS, ScalarSettings
+from trustcal.measures.metric_params import MetricParams
+from trustcal.measures.metrics import METRICS
 from trustcal.measures.options import check_fields, setting
 from trustcal.measures.trust import TrustParams, cluster_index
 
@@ -181,22 +182,28 @@ def bootstrap_opinions(
 
 
 def bootstrap_scores(
-    probs: np.ndarray, labels: np.ndarray, counts: np.ndarray, params, log_probs: np.ndarray | None = None
+    probs: np.ndarray,
+    labels: np.ndarray,
+    counts: np.ndarray,
+    metrics: MetricParams = MetricParams(),
+    log_probs: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The scores of every resample (``counts``: B × N, :func:`resample_counts`), each a length-B array:
     :func:`bootstrap_scores_of` the top label of ``probs`` against ``labels`` (``log_probs``: their exact
     log-probabilities, for the NLL)."""
-    return bootstrap_scores_of(TopLabel.of(probs, labels, log_probs), counts, params)
+    return bootstrap_scores_of(TopLabel.of(probs, labels, log_probs), counts, metrics)
 
 
-def bootstrap_scores_of(top: TopLabel, counts: np.ndarray, params) -> dict[str, np.ndarray]:
+def bootstrap_scores_of(
+    top: TopLabel, counts: np.ndarray, metrics: MetricParams = MetricParams()
+) -> dict[str, np.ndarray]:
     """The scores of every resample (``counts``: B × N, :func:`resample_counts`) of the predictions of
     ``top`` (a :class:`~trustcal.measures.bins.TopLabel`), each a length-B array: every metric of
     :data:`trustcal.measures.metrics.METRICS` with a per-sample term (accuracy, mean_confidence, nll,
-    brier, net_trust_score), ece, ece_{M} and ece_mass_{M} for every M of ``params.ece_bins``,
-    classwise_ece, l2_ece and l2_ece_debiased (``params.l2_bins`` equal-mass bins), ks_error, aurc,
-    eaurc and augrc (docs/method.md §5). ``params``: what :class:`~trustcal.measures.metrics.ScalarSettings`
-    reads (a ``MetricParams``). Not the smooth ECE: its kernel sum over a fine grid would cost a second
+    brier, net_trust_score), ece, ece_{M} and ece_mass_{M} for every M of ``metrics.ece_bins``,
+    classwise_ece, l2_ece and l2_ece_debiased (``metrics.l2_bins`` equal-mass bins), ks_error, aurc,
+    eaurc and augrc (docs/method.md §5), under ``metrics`` (a :class:`~trustcal.measures.metric_params.MetricParams`).
+    Not the smooth ECE: its kernel sum over a fine grid would cost a second
     per epoch.
 
     Each is a sum over samples, or over bins of sums over samples, so all B resamples come from one
@@ -206,26 +213,25 @@ def bootstrap_scores_of(top: TopLabel, counts: np.ndarray, params) -> dict[str, 
     those of the full test set (a resample's own ranks would move its edges slightly): the interval
     describes the ECE over fixed bins (docs/method.md §5).
     """
-    settings = ScalarSettings.of(params)
     probs, conf, hit = top.probs, top.conf, top.hit
     n, k = probs.shape
     if counts.shape[1] != n:
         raise ValueError(f"counts have {counts.shape[1]} samples, the predictions {n}")
     rows = np.arange(n)
     per_sample = {  # one column each
-        metric.columns(settings)[0]: metric.term(top, settings) for metric in METRICS.values() if metric.term
+        metric.columns(metrics)[0]: metric.term(top, metrics) for metric in METRICS.values() if metric.term
     }
     gap = hit - conf
     order = top.order  # one sort serves the equal-mass bins, KS and AURC
     binned = []  # (name, bins, bin of each sample, value of each sample): one column per bin
-    for m in settings.ece_bins:
+    for m in metrics.ece_bins:
         binned.append((f"ece_{m}", m, top.bins(m, "width"), gap))
         binned.append((f"ece_mass_{m}", m, top.bins(m, "mass"), gap))
-    l2_bins = settings.l2_bins
+    l2_bins = metrics.l2_bins
     l2_idx = top.bins(l2_bins, "mass")
     for name, values in (("count", np.ones(n)), ("conf", conf), ("hit", hit)):
         binned.append((f"l2_{name}", l2_bins, l2_idx, values))
-    m0 = settings.ece_bins[0]
+    m0 = metrics.ece_bins[0]
     names = list(per_sample) + [b[0] for b in binned] + ["classwise_ece"]
     widths = [1] * len(per_sample) + [b[1] for b in binned] + [k * m0]
 

@@ -39,7 +39,8 @@ import pandas as pd
 
 from trustcal.measures.bins import TopLabel
 
-__all__ = [
+# The estimators of probabilities and labels, which trustcal.measures.metrics re-exports with its own.
+ESTIMATORS = (
     "smooth_ece",
     "smece",
     "l2_ece",
@@ -52,6 +53,9 @@ __all__ = [
     "spiegelhalter_test",
     "ks_test",
     "brownian_max_abs_sf",
+)
+__all__ = [
+    *ESTIMATORS,
     "smece_of",
     "l2_ece_of",
     "brier_decomposition_of",

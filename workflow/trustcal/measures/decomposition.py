@@ -15,7 +15,7 @@ predictions over all N. The calibration term can then be slightly negative for a
 (the fitted g is not quite the identity).
 
 The family of g is passed in (``fit``): :mod:`trustcal.measures` does not depend on the calibrators;
-:func:`trustcal.reporting.tables.refinement_losses` passes temperature scaling
+:func:`trustcal.evaluation.refinement_losses` passes temperature scaling
 (:func:`trustcal.calibration.fit_temperature`) on the log-probabilities, probmetrics' default for the
 log loss (``ts-mix``). As there, the recalibrated predictions are mixed with the uniform distribution
 at weight 1/(n_fit + 1), n_fit the samples g was fitted on, so no held-out probability is 0; the Brier

@@ -1,8 +1,8 @@
 """The bounds of the integer settings, each from what a larger value would cost.
 
 One place for the settings dataclasses (:class:`~trustcal.measures.trust.TrustParams`,
-:class:`~trustcal.measures.bootstrap.BootstrapParams`, :class:`~trustcal.reporting.tables.MetricParams`,
-:class:`~trustcal.reporting.tables.SweepParams`), the command line (``trustcal assess``) and the
+:class:`~trustcal.measures.bootstrap.BootstrapParams`, :class:`~trustcal.measures.metric_params.MetricParams`,
+:class:`~trustcal.evaluation.SweepParams`), the command line (``trustcal assess``) and the
 workflow's configuration schema (``workflow/schemas/config.schema.yaml``, whose maxima
 ``tests/unit/test_config.py`` checks against these). An absurd value (``ece_bins: [1000000000]``, which
 would allocate 7.45 GiB per resample) is refused in one line before any work starts.

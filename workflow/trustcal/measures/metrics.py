@@ -14,7 +14,7 @@ A metric of the top label is computed by one function of a :class:`~trustcal.mea
 one prediction set, computed once; the function of ``probs`` and ``labels`` builds the TopLabel and calls
 it. :data:`METRICS` names every scalar metric (its columns, their values and, for a mean, the per-sample
 term): :func:`scalar_metrics`, the bootstrap (:func:`trustcal.measures.bootstrap.bootstrap_scores`) and
-the columns of scores.csv (:func:`trustcal.reporting.tables.score_columns`) read it, so a metric is added
+the columns of scores.csv (:func:`trustcal.evaluation.score_columns`) read it, so a metric is added
 by one entry.
 
 Bin-edge conventions (stated once, used everywhere):
@@ -43,36 +43,37 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from trustcal.measures.bins import TopLabel, bin_indices, check_predictions
-from trustcal.measures.calibration_errors import (
-    augrc,
+from trustcal.measures.calibration_errors import (  # the ESTIMATORS re-exported, and what METRICS reads
+    ESTIMATORS,
     augrc_of,
-    aurc,
     aurc_of,
-    brier_decomposition,
     brier_decomposition_of,
-    brownian_max_abs_sf,
-    eaurc,
-    ks_error,
     ks_error_of,
-    ks_test,
     ks_test_of,
-    l2_ece,
     l2_ece_of,
-    risk_coverage,
-    smece,
     smece_of,
-    smooth_ece,
     spiegelhalter_of,
-    spiegelhalter_test,
 )
+from trustcal.measures.calibration_errors import augrc as augrc
+from trustcal.measures.calibration_errors import aurc as aurc
+from trustcal.measures.calibration_errors import brier_decomposition as brier_decomposition
+from trustcal.measures.calibration_errors import brownian_max_abs_sf as brownian_max_abs_sf
+from trustcal.measures.calibration_errors import eaurc as eaurc
+from trustcal.measures.calibration_errors import ks_error as ks_error
+from trustcal.measures.calibration_errors import ks_test as ks_test
+from trustcal.measures.calibration_errors import l2_ece as l2_ece
+from trustcal.measures.calibration_errors import risk_coverage as risk_coverage
+from trustcal.measures.calibration_errors import smece as smece
+from trustcal.measures.calibration_errors import smooth_ece as smooth_ece
+from trustcal.measures.calibration_errors import spiegelhalter_test as spiegelhalter_test
 from trustcal.measures.geometric import GEOMETRIC_COLUMNS, generalized_mean, geometric_bins, geometric_metrics
 from trustcal.measures.kuiper import brownian_range_sf, kuiper_test, kuiper_test_of
+from trustcal.measures.metric_params import MetricParams
 from trustcal.measures.reliability import (
     reliability_curve,
     reliability_summary,
@@ -88,18 +89,7 @@ __all__ = [
     "ece",
     "mce",
     "classwise_ece",
-    "smooth_ece",
-    "smece",
-    "l2_ece",
-    "brier_decomposition",
-    "ks_error",
-    "risk_coverage",
-    "aurc",
-    "eaurc",
-    "augrc",
-    "spiegelhalter_test",
-    "ks_test",
-    "brownian_max_abs_sf",
+    *ESTIMATORS,  # trustcal.measures.calibration_errors's, imported above
     "kuiper_test",
     "brownian_range_sf",
     "bin_indices",
@@ -116,7 +106,7 @@ __all__ = [
     "reliability_table",
     "reliability_summary",
     "scalar_metrics",
-    "ScalarSettings",
+    "MetricParams",
     "Metric",
     "METRICS",
     "scalar_columns",
@@ -315,47 +305,28 @@ def trust_density_table(
     probs, labels, gamma: float = 0.5, grid=None, alpha: float = 1.0, beta: float = 1.0
 ) -> pd.DataFrame:
     """Tidy table of the trust density of every label z present (columns label, trust, density)."""
-    return trust_density_table_of(TopLabel.of(probs, labels), gamma, grid, alpha, beta)
+    top = TopLabel.of(probs, labels)
+    return _density_table(question_answer_trust_of(top, alpha, beta), top.labels, gamma, grid)
 
 
-def trust_density_table_of(
-    top: TopLabel, gamma: float = 0.5, grid=None, alpha: float = 1.0, beta: float = 1.0
-) -> pd.DataFrame:
-    """:func:`trust_density_table` of a :class:`~trustcal.measures.bins.TopLabel`."""
-    q = question_answer_trust_of(top, alpha, beta)
+def trust_density_table_of(top: TopLabel, metrics: MetricParams = MetricParams()) -> pd.DataFrame:
+    """:func:`trust_density_table` of a :class:`~trustcal.measures.bins.TopLabel` under ``metrics``: its
+    ``density_gamma``, ``nts_alpha`` and ``nts_beta``, on ``density_points`` points of [0, 1]."""
+    q = question_answer_trust_of(top, metrics.nts_alpha, metrics.nts_beta)
+    return _density_table(q, top.labels, metrics.density_gamma, np.linspace(0.0, 1.0, metrics.density_points))
+
+
+def _density_table(q: np.ndarray, labels: np.ndarray, gamma: float, grid) -> pd.DataFrame:
+    """The trust density of the question-answer trust ``q`` of each label present, one KDE per class."""
     frames = []
-    for z in np.unique(top.labels):  # one KDE per class (K iterations)
-        x, f = trust_density(q[top.labels == z], gamma=gamma, grid=grid)
+    for z in np.unique(labels):  # K iterations
+        x, f = trust_density(q[labels == z], gamma=gamma, grid=grid)
         frames.append(pd.DataFrame({"label": int(z), "trust": x, "density": f}))
     return pd.concat(frames, ignore_index=True)
 
 
 # --------------------------------------------------------------------------
 # all scalars at once: the table of metrics
-
-
-class ScalarSettings(NamedTuple):
-    """The settings of :func:`scalar_metrics` (the fields of the same names of
-    :class:`trustcal.reporting.tables.MetricParams`)."""
-
-    ece_bins: tuple[int, ...] = (10, 15)
-    nts_alpha: float = 1.0
-    nts_beta: float = 1.0
-    geo_eps: float = 0.01
-    geo_bins: int = 10
-    reliability_bins: int = 10
-    l2_bins: int = 15
-
-    @classmethod
-    def of(cls, params) -> ScalarSettings:
-        """The settings of any object with attributes of these names (a ``MetricParams``); those it lacks take
-        their defaults. Bin counts as ints; at least one ECE bin count."""
-        get = {name: getattr(params, name, default) for name, default in cls._field_defaults.items()}
-        get["ece_bins"] = tuple(int(m) for m in get["ece_bins"])
-        if not get["ece_bins"]:
-            raise ValueError("ece_bins must name at least one bin count")
-        get["reliability_bins"], get["l2_bins"] = int(get["reliability_bins"]), int(get["l2_bins"])
-        return cls(**get)
 
 
 @dataclass(frozen=True)
@@ -365,12 +336,12 @@ class Metric:
     and, for a metric that is the mean of a per-sample ``term`` (N values), that term:
     :func:`trustcal.measures.bootstrap.bootstrap_scores` resamples it with the others in one product."""
 
-    columns: Callable[[ScalarSettings], tuple[str, ...]]
-    values: Callable[[TopLabel, ScalarSettings], tuple[float, ...]]
-    term: Callable[[TopLabel, ScalarSettings], np.ndarray] | None = None
+    columns: Callable[[MetricParams], tuple[str, ...]]
+    values: Callable[[TopLabel, MetricParams], tuple[float, ...]]
+    term: Callable[[TopLabel, MetricParams], np.ndarray] | None = None
 
 
-def _named(*columns: str) -> Callable[[ScalarSettings], tuple[str, ...]]:
+def _named(*columns: str) -> Callable[[MetricParams], tuple[str, ...]]:
     return lambda s: columns
 
 
@@ -434,38 +405,25 @@ METRICS: dict[str, Metric] = {
 }
 
 
-def scalar_columns(settings=ScalarSettings()) -> list[str]:
-    """The keys of :func:`scalar_metrics` under ``settings`` (:meth:`ScalarSettings.of`), in order."""
-    s = ScalarSettings.of(settings)
-    return [column for metric in METRICS.values() for column in metric.columns(s)]
+def scalar_columns(metrics: MetricParams = MetricParams()) -> list[str]:
+    """The keys of :func:`scalar_metrics` under ``metrics``, in order."""
+    return [column for metric in METRICS.values() for column in metric.columns(metrics)]
 
 
-def scalar_metrics_of(top: TopLabel, settings=ScalarSettings()) -> dict[str, float]:
+def scalar_metrics_of(top: TopLabel, metrics: MetricParams = MetricParams()) -> dict[str, float]:
     """:func:`scalar_metrics` of a :class:`~trustcal.measures.bins.TopLabel` (its ``log_probs`` make the NLL
-    exact) under ``settings``, any object :meth:`ScalarSettings.of` reads (a ``MetricParams``)."""
-    s = ScalarSettings.of(settings)
+    exact) under ``metrics``."""
     out: dict[str, float] = {}
     for metric in METRICS.values():
-        out.update(zip(metric.columns(s), metric.values(top, s), strict=True))
+        out.update(zip(metric.columns(metrics), metric.values(top, metrics), strict=True))
     return {k: float(v) for k, v in out.items()}
 
 
-def scalar_metrics(
-    probs,
-    labels,
-    *,
-    log_probs=None,
-    ece_bins=(10, 15),
-    nts_alpha: float = 1.0,
-    nts_beta: float = 1.0,
-    geo_eps: float = 0.01,
-    geo_bins: int = 10,
-    reliability_bins: int = 10,
-    l2_bins: int = 15,
-) -> dict[str, float]:
+def scalar_metrics(probs, labels, *, log_probs=None, **settings) -> dict[str, float]:
     """Every scalar metric as a flat dict with stable snake_case keys; ``log_probs``, the exact
-    log-probabilities of predictions from logits, makes the NLL exact (:func:`nll`). One entry of
-    :data:`METRICS` each, in its order.
+    log-probabilities of predictions from logits, makes the NLL exact (:func:`nll`); ``settings``, fields of
+    :class:`MetricParams` (``ece_bins=(10, 15)``, …), the others at its defaults. One entry of :data:`METRICS`
+    each, in its order.
 
     Keys (sections of docs/method.md in brackets):
 
@@ -484,6 +442,4 @@ def scalar_metrics(
     * reliability_sq_distance, reliability_mean_abs_gap (top-label curve,
       ``reliability_bins`` bins) [§8].
     """
-    top = TopLabel.of(probs, labels, log_probs)
-    settings = ScalarSettings(tuple(ece_bins), nts_alpha, nts_beta, geo_eps, geo_bins, reliability_bins, l2_bins)
-    return scalar_metrics_of(top, settings)
+    return scalar_metrics_of(TopLabel.of(probs, labels, log_probs), MetricParams(**settings))

@@ -52,6 +52,7 @@ fusions of dogmatic opinions weights them unequally (fuse them in one call of
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -81,21 +82,11 @@ class Opinion(NamedTuple):
     uncertainty: np.ndarray | float
     base_rate: np.ndarray | float = 0.5
 
-    @property
-    def b(self):
-        return self.belief
-
-    @property
-    def d(self):
-        return self.disbelief
-
-    @property
-    def u(self):
-        return self.uncertainty
-
-    @property
-    def a(self):
-        return self.base_rate
+    # the four fields by their one-letter names (b, d, u, a), in the fields' order
+    b = property(itemgetter(0), doc="the belief")
+    d = property(itemgetter(1), doc="the disbelief")
+    u = property(itemgetter(2), doc="the uncertainty")
+    a = property(itemgetter(3), doc="the base rate")
 
     def projected_probability(self):
         """P = b + a·u (Jøsang 2016, Eq. 3.2)."""

@@ -1,8 +1,8 @@
 """Each setting declared once: its help text, its bounds and its check, on the field of its settings dataclass.
 
 A field of a settings dataclass (:class:`~trustcal.measures.trust.TrustParams`,
-:class:`~trustcal.measures.bootstrap.BootstrapParams`, :class:`~trustcal.reporting.tables.MetricParams`,
-:class:`~trustcal.reporting.tables.SweepParams`, :class:`~trustcal.settings.CalibrationSettings`) is made
+:class:`~trustcal.measures.bootstrap.BootstrapParams`, :class:`~trustcal.measures.metric_params.MetricParams`,
+:class:`~trustcal.evaluation.SweepParams`, :class:`~trustcal.settings.CalibrationSettings`) is made
 with :func:`setting`, which stores an :class:`Option` in the field's metadata. From the options:
 
 - the dataclass checks its values (:func:`check_fields`, called by its ``__post_init__``);

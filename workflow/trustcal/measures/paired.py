@@ -286,7 +286,7 @@ def paired_arrays(
 
     Args:
         kept: (epoch, calibrator) → (the scores on the full test set, their bootstrap replicates of
-            length B), as :func:`trustcal.reporting.tables.score_tables` keeps them for the test split.
+            length B), as :func:`trustcal.evaluation.score_tables` keeps them for the test split.
         bootstrap: the parameters the resamples were drawn with (recorded: seeds can only be paired
             on the same resamples).
         metrics: the scores to keep; those without replicates (or missing anywhere) are left out.

@@ -33,12 +33,9 @@ from trustcal.measures.calibration_errors import (
     SMECE_SEARCH_EPS,
     smece_of,
 )
+from trustcal.measures.metric_params import SMECE_BANDWIDTHS
 
 __all__ = ["SMECE_BANDWIDTHS", "bootstrap_smece", "smooth_measures", "smooth_reliability", "smooth_reliability_of"]
-
-# The bandwidth of each resample's smooth ECE: the test set's σ* (held fixed, as the equal-mass ECE's bins are),
-# or the resample's own bisection (docs/method.md §13.3).
-SMECE_BANDWIDTHS = ("shared", "own")
 
 
 def _grid_size(sigma: float) -> int:

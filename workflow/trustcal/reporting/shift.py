@@ -19,7 +19,7 @@ run's clean test images from the set's (:mod:`trustcal.measures.detection`: AURO
 rate at 95 % true-positive rate, in-distribution the positives). Signals (:data:`SIGNALS`): the maximum
 probability, the negative entropy, and the per-prediction opinion's belief and uncertainty (the opinion of
 the prediction's (class, cluster) pair learned on the clean validation predictions of the same epoch and
-calibrator, :func:`trustcal.reporting.tables.dynamic_trust`, as ``selective.csv`` uses it); uncertainty
+calibrator, :func:`trustcal.evaluation.dynamic_trust`, as ``selective.csv`` uses it); uncertainty
 counts against being in distribution (its AUROC is that of −u), the others for. The opinion's evidence,
 W(1/u − 1), decreases with u, so its AUROC and FPR are uncertainty's. With bootstrap parameters each AUROC
 and FPR gets its percentile interval over resamples of both sides (each side resampled apart, the
@@ -33,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from trustcal.calibration.states import PAPER_CALIBRATOR, RAW
+from trustcal.evaluation import MetricParams, PredictionSet, dynamic_trust
 from trustcal.measures.bins import TopLabel
 from trustcal.measures.bootstrap import (
     BootstrapParams,
@@ -42,9 +44,8 @@ from trustcal.measures.bootstrap import (
 )
 from trustcal.measures.detection import auroc, detection_replicates, fpr_at_tpr, negative_entropy
 from trustcal.measures.limits import MAX_SEED
-from trustcal.measures.metrics import METRICS, ScalarSettings
+from trustcal.measures.metrics import METRICS
 from trustcal.measures.trust import TrustParams, trust_opinions
-from trustcal.reporting.tables import PAPER_CALIBRATOR, RAW, MetricParams, PredictionSet, dynamic_trust
 
 __all__ = [
     "CURVE_COLUMNS",
@@ -115,8 +116,7 @@ def shift_row(
     resample counts, :func:`trustcal.measures.bootstrap.resample_counts`) and ``bootstrap`` (its level),
     their percentile intervals; and the replicates of :data:`PAIRED` (empty without ``counts``)."""
     top = TopLabel.of(pred.probs, pred.labels, pred.log_probs)
-    settings = ScalarSettings.of(metrics)
-    row = {name: float(METRICS[name].values(top, settings)[0]) for name in (*SCORE_NAMES, *POINT_ONLY)}
+    row = {name: float(METRICS[name].values(top, metrics)[0]) for name in (*SCORE_NAMES, *POINT_ONLY)}
     network = trust_opinions(pred.probs, pred.labels, trust).iloc[-1]
     row.update({name: float(network[name]) for name in OPINION})
     if counts is None or bootstrap is None:

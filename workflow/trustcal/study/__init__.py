@@ -22,7 +22,6 @@ decide), :mod:`~trustcal.study.ranking` (which calibrator wins, from the tables 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from trustcal.files import atomic_path
@@ -61,19 +60,12 @@ __all__ = [
 ]
 
 
-def write_study(
-    run_dir: Path,
-    repo: Path,
-    author_dir: Path | None,
-    command: str,
-    remark: str = "",
-    beyond: Sequence[tuple[Path, str | None]] = (),
-    keep_beyond: bool = False,
-) -> str:
-    """Everything under ``repo/results/study/`` (:func:`build_report`; ``study.md`` and ``report.json``) and
-    the README block (:func:`write_readme`); returns the block."""
+def write_study(run_dir: Path, repo: Path, author_dir: Path | None, command: str, **options) -> str:
+    """Everything under ``repo/results/study/`` (:func:`build_report` of ``run_dir``, ``author_dir`` and
+    ``command``, with its ``options``: ``remark``, ``beyond``, ``keep_beyond``; ``study.md`` and
+    ``report.json``) and the README block (:func:`write_readme`); returns the block."""
     out = repo / "results" / "study"
-    report = build_report(run_dir, out, author_dir, command, remark, beyond, keep_beyond)
+    report = build_report(run_dir, out, author_dir, command, **options)
     write_documents(report, out)
     return write_readme(repo, report)
 

@@ -15,19 +15,19 @@ from trustcal.errors import TrustcalError
 from trustcal.files import read_seeds
 from trustcal.measures.paired import stack_seeds
 from trustcal.registry import DATASETS, PAPER_DATASETS, RegistryError, network_title, resolve_setup
-from trustcal.reporting.questions import (
-    lowest_epochs,
-    refinement_answer,
-    refinement_changes,
-    selective_answer,
-    selective_differences,
-)
 from trustcal.reporting.verdict import invariance_note, load_runs
 from trustcal.study import tables as tb
 from trustcal.study.costs import history_seconds, training_share, write_costs
 from trustcal.study.names import data_notes, title
 from trustcal.study.png import save_png
 from trustcal.study.provenance import config_files, data_sources, provenance, run_config
+from trustcal.study.questions import (
+    lowest_epochs,
+    refinement_answer,
+    refinement_changes,
+    selective_answer,
+    selective_differences,
+)
 from trustcal.study.ranking_figure import write_ranking
 from trustcal.study.report import REPORT_FILE, Beyond, Costs, DatasetSection, Report, load_report, plain
 from trustcal.study.shift import answer_lines, shift_questions
@@ -72,7 +72,7 @@ def _copy_figures(results: Path, ds: str, names, out: Path) -> list[str]:
 def question_answers(
     results: Path, ds: str, seeds, tables: Mapping[str, pd.DataFrame], per_seed, out: Path
 ) -> list[str]:
-    """The answers to docs/method.md §13's two questions for ``ds`` (:mod:`trustcal.reporting.questions`),
+    """The answers to docs/method.md §13's two questions for ``ds`` (:mod:`trustcal.study.questions`),
     as far as the run's files allow (``per_seed``: :func:`trustcal.study.tables.load_paired` of ``ds``);
     writes ``out/{ds}_selective_paired.csv.gz`` (every epoch, calibrator and opinion score)."""
     answers = []

@@ -26,12 +26,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from trustcal.calibration.states import PAPER_CALIBRATOR, RAW
 from trustcal.measures.paired import paired_interval_from_intervals, t_quantile
 from trustcal.study.markdown import fmt
 
 __all__ = ["QUESTION_COLUMNS", "shift_questions", "trust_tracks_accuracy", "uncertainty_detects"]
 
-RAW, BASELINE = "none", "temperature"
 YES, NO, INCONCLUSIVE = "yes", "no", "inconclusive"
 QUESTION_COLUMNS = ("question", "where", "calibrator", "quantity", "estimate", "lo", "hi", "seeds", "answer")
 QUESTIONS = {
@@ -127,16 +127,18 @@ def temperature_gain(shift: pd.DataFrame) -> list[dict]:
     """Question b: temperature scaling's ECE minus the raw model's, clean and at the highest severity (averaged
     over corruptions), each combined over seeds; the answer from the highest severity's interval."""
     df = _first_label(shift)
-    df = df[df["calibrator"] == BASELINE]
+    df = df[df["calibrator"] == PAPER_CALIBRATOR]
     if df.empty or "ece_vs_raw_lo" not in df:
         return []
     clean, shifted = df[df["set"] == "clean"], df[df["set"] != "clean"]
-    rows = [_row("b", "clean", BASELINE, "ECE minus the raw model's", *_combined(clean, "ece_vs_raw"), "")]
+    rows = [_row("b", "clean", PAPER_CALIBRATOR, "ECE minus the raw model's", *_combined(clean, "ece_vs_raw"), "")]
     if not shifted.empty:
         top = _top_severity(shifted)
         est, lo, hi, seeds = _combined(shifted[shifted["severity"] == top], "ece_vs_raw")
         answer = {1: NO, -1: YES, 0: INCONCLUSIVE}[_sign(lo, hi)] if math.isfinite(lo) else INCONCLUSIVE
-        rows.append(_row("b", f"severity {top}", BASELINE, "ECE minus the raw model's", est, lo, hi, seeds, answer))
+        rows.append(
+            _row("b", f"severity {top}", PAPER_CALIBRATOR, "ECE minus the raw model's", est, lo, hi, seeds, answer)
+        )
         rows[0]["answer"] = answer
     return rows
 
@@ -146,7 +148,7 @@ def best_under_shift(shift: pd.DataFrame) -> list[dict]:
     corruptions and combined over seeds; ``answer`` names whether it beats (yes), loses to (no) or ties with
     the baseline."""
     df = _first_label(shift)
-    shifted = df[(df["set"] != "clean") & (df["calibrator"] != BASELINE)]
+    shifted = df[(df["set"] != "clean") & (df["calibrator"] != PAPER_CALIBRATOR)]
     if shifted.empty or "nll_vs_temperature_lo" not in df:
         return []
     top = shifted[shifted["severity"] == _top_severity(shifted)]

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from trustcal.calibration import METHODS
+from trustcal.calibration.states import paper_states, temperature_rows
 from trustcal.errors import TrustcalError
-from trustcal.files import paper_states, read_result_npz, read_seeds, temperature_rows
+from trustcal.files import read_result_npz, read_seeds
 from trustcal.measures.paired import PAIRED_KEYS, paired_interval, stack_seeds
 from trustcal.measures.trust import TRUST_COLUMNS
 from trustcal.study.names import order

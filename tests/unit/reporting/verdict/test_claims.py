@@ -18,6 +18,7 @@ from trustcal.cli import main
 from trustcal.files import write_csv
 from trustcal.reporting import verdict
 from trustcal.reporting.verdict import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, ClaimsFileError, load_claims
+from trustcal.stages import verdict_stage
 
 E = 40  # epochs of the hand-built run
 EPS = np.finfo(float).eps
@@ -260,7 +261,7 @@ def test_the_verdict_stage_judges_the_configs_claims_files(tmp_path):
     )
     results = tmp_path / "results"
     settings = {"epochs": 3, "clusters": 10, "trust": {}, "calibration": {}, "bootstrap": {}}
-    verdict.verdict_stage(
+    verdict_stage(
         [run_dir / "trust.csv"], [run_dir / "history.csv"], results / "reproduction.md", results / "reproduction.csv",
         settings, claims_paths=[claims], claims_dir=results / "claims",
     )  # fmt: skip

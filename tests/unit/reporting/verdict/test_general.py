@@ -11,6 +11,7 @@ from trustcal.files import write_csv, write_npz
 from trustcal.reporting import verdict
 from trustcal.reporting.verdict import NOT_REPRODUCED, REPRODUCED, render
 from trustcal.reporting.verdict.runs import fmt_value
+from trustcal.stages import verdict_settings, verdict_stage
 
 GOLDEN = Path(__file__).with_name("paper_rows_golden.csv")  # the paper's rows before the general claims existed
 E = 40  # epochs
@@ -99,7 +100,7 @@ PAPER_RUNS = {
 
 def write_runs(root: Path, runs=PAPER_RUNS, shifts=(-0.01, 0.0, 0.01)):
     """results/{run}/seed{seed}/ trust.csv, history.csv and trust_bootstrap.npz of ``runs``: the lists of paths
-    the verdict rule passes to :func:`trustcal.reporting.verdict.verdict_stage`."""
+    the verdict rule passes to :func:`trustcal.stages.verdict_stage`."""
     trust, history, boot = [], [], []
     for ds, seeds in runs.items():
         for seed, make in seeds.items():
@@ -115,7 +116,8 @@ def write_runs(root: Path, runs=PAPER_RUNS, shifts=(-0.01, 0.0, 0.01)):
     return trust, history, boot
 
 
-SETTINGS = {"epochs": E, "clusters": 10, "trust": {}, "calibration": {}, "bootstrap": {"resamples": 3}}
+CONFIG = {"epochs": E, "clusters": 10, "trust": {}, "calibration": {}, "bootstrap": {"resamples": 3}}
+SETTINGS = verdict_settings(CONFIG)  # as the verdict stage reads CONFIG
 
 
 SETUPS = {"cifar10_resnet20": {"dataset": "cifar10", "network": "resnet20", "recipe": "sgd"}}
@@ -136,7 +138,7 @@ def beyond(tmp_path_factory):
     root = tmp_path_factory.mktemp("beyond")
     trust, history, boot = write_runs(root, BEYOND)
     md, csv, page = (root / "results" / f"reproduction.{ext}" for ext in ("md", "csv", "html"))
-    verdict.verdict_stage(trust, history, md, csv, {**SETTINGS, "setups": SETUPS}, out_html=page, bootstrap_paths=boot)
+    verdict_stage(trust, history, md, csv, {**CONFIG, "setups": SETUPS}, out_html=page, bootstrap_paths=boot)
     return pd.read_csv(csv), md.read_text(encoding="utf-8"), page.read_text(encoding="utf-8")
 
 
@@ -236,7 +238,7 @@ def test_with_the_papers_two_runs_the_paper_rows_are_as_before(tmp_path):
     general claims existed (GOLDEN, written by that code from these runs); the section still appears."""
     trust, history, boot = write_runs(tmp_path)
     md, csv = tmp_path / "reproduction.md", tmp_path / "reproduction.csv"
-    verdict.verdict_stage(trust, history, md, csv, SETTINGS, bootstrap_paths=boot)
+    verdict_stage(trust, history, md, csv, CONFIG, bootstrap_paths=boot)
     table = pd.read_csv(csv)
     assert list(table.columns) == [*pd.read_csv(GOLDEN, nrows=0).columns, "scope"]
     paper = table[table["scope"] == "paper"].drop(columns="scope").reset_index(drop=True)
@@ -295,7 +297,7 @@ def test_a_run_without_the_papers_datasets_opens_with_its_general_claims(tmp_pat
     of the paper's statements was judged)."""
     trust, history, boot = write_runs(tmp_path, {"fashion_mnist": BEYOND["fashion_mnist"]})
     md, csv, page = (tmp_path / "results" / f"reproduction.{ext}" for ext in ("md", "csv", "html"))
-    verdict.verdict_stage(trust, history, md, csv, SETTINGS, out_html=page, bootstrap_paths=boot)
+    verdict_stage(trust, history, md, csv, CONFIG, out_html=page, bootstrap_paths=boot)
     text, html_text = md.read_text(encoding="utf-8"), page.read_text(encoding="utf-8")
     table = pd.read_csv(csv)
     n_paper = int((table["scope"] == "paper").sum())
@@ -313,6 +315,6 @@ def test_a_run_without_the_papers_datasets_opens_with_its_general_claims(tmp_pat
         tmp_path / "both", {"mnist": PAPER_RUNS["mnist"], **{"fashion_mnist": BEYOND["fashion_mnist"]}}
     )
     md2 = tmp_path / "both" / "r.md"
-    verdict.verdict_stage(trust, history, md2, md2.with_suffix(".csv"), SETTINGS, bootstrap_paths=boot)
+    verdict_stage(trust, history, md2, md2.with_suffix(".csv"), CONFIG, bootstrap_paths=boot)
     both = md2.read_text(encoding="utf-8")
     assert both.startswith("# Reproduction verdict") and both.index("| Claim |") < both.index(verdict.GENERAL_TITLE)

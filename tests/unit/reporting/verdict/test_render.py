@@ -11,17 +11,20 @@ from helpers.pages import raw_markup
 
 from trustcal.reporting import verdict
 from trustcal.reporting.verdict import render
+from trustcal.stages import verdict_settings
 
 markdown = pytest.importorskip("markdown")  # the oracle: Python-Markdown (the docs extra's)
 
 EPOCHS = 12
-SETTINGS = {
-    "epochs": EPOCHS,
-    "clusters": 10,
-    "trust": {"weight": 2.0, "representative": "midpoint"},
-    "calibration": {"fit_on": "validation"},
-    "bootstrap": {"resamples": 200, "level": 0.95},
-}
+SETTINGS = verdict_settings(
+    {
+        "epochs": EPOCHS,
+        "clusters": 10,
+        "trust": {"weight": 2.0, "representative": "midpoint"},
+        "calibration": {"fit_on": "validation"},
+        "bootstrap": {"resamples": 200, "level": 0.95},
+    }
+)
 
 
 def run(belief_before: float, belief_after: float):

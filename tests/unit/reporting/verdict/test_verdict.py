@@ -12,6 +12,7 @@ from trustcal.errors import TrustcalError
 from trustcal.files import write_csv
 from trustcal.reporting import verdict
 from trustcal.reporting.verdict import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED
+from trustcal.stages import verdict_settings, verdict_stage
 
 EPOCHS = 40
 
@@ -389,7 +390,9 @@ def test_invariance_of_positive_evidence_is_measured():
 
 def test_settings_that_differ_from_the_paper_are_flagged():
     notes = verdict.settings_notes(
-        {"epochs": 30, "clusters": 20, "trust": {"representative": "mean"}, "calibration": {"fit_on": "test"}},
+        verdict_settings(
+            {"epochs": 30, "clusters": 20, "trust": {"representative": "mean"}, "calibration": {"fit_on": "test"}}
+        ),
         ["mnist"],
     )
     text = "; ".join(notes)
@@ -414,7 +417,7 @@ def test_verdict_stage_writes_markdown_csv_and_html_from_run_files(tmp_path):
     md, csv = tmp_path / "results" / "reproduction.md", tmp_path / "results" / "reproduction.csv"
     page = tmp_path / "results" / "reproduction.html"
     settings = {"epochs": EPOCHS, "clusters": 10, "trust": {}, "calibration": {}, "bootstrap": {"resamples": 3}}
-    verdict.verdict_stage(trust, history, md, csv, settings, out_html=page, bootstrap_paths=boot)
+    verdict_stage(trust, history, md, csv, settings, out_html=page, bootstrap_paths=boot)
     table = pd.read_csv(csv)
     assert list(table.columns) == list(verdict.VERDICT_COLUMNS)
     general = table[table["scope"] == "general"]

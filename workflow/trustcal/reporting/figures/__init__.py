@@ -9,7 +9,7 @@ is drawn as one: a column per calibration state, no epoch, no seed count.
 
 - :mod:`.registry`: every figure declared once (``FIGURES``, a
   :class:`~.registry.FigureSpec` each), the tables they read (``TABLES``),
-  ``draw`` and ``render_figures`` (what the Snakemake rules call);
+  ``draw`` and ``render_figures`` (what the workflow's stage :func:`trustcal.stages.figures_stage` calls);
 - :mod:`.style`: style, sizes, colours, ``save`` and the helpers the figures share;
 - :mod:`.epochs`: figures against the epoch (trust grid, loss curves, network
   opinion, calibration and geometric metrics);

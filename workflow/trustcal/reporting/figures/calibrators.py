@@ -20,7 +20,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 
 from trustcal.calibration import METHODS
-from trustcal.files import PAPER_CALIBRATOR, RAW
+from trustcal.calibration.states import PAPER_CALIBRATOR, RAW
 from trustcal.reporting.figures.style import (
     AFTER,
     BEFORE,

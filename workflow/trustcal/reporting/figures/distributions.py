@@ -19,35 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from trustcal.measures.bins import clopper_pearson
-from trustcal.reporting.figures.style import (
-    COLUMN_WIDTH,
-    COMPONENTS,
-    DASHED,
-    DENSITY_FLOOR,
-    FULL_WIDTH,
-    MANY_LABELS,
-    STATE_COLOURS,
-    across_labels,
-    chosen_columns,
-    chosen_epochs,
-    figure_legend,
-    heading,
-    label_colourbar,
-    label_colours,
-    label_count,
-    log_ticks,
-    n_seeds,
-    named_classes,
-    network_rows,
-    new_figure,
-    plain_numbers,
-    save,
-    seed_note,
-    select_chosen,
-    state_handles,
-    states_of,
-    with_state,
-)
+from trustcal.reporting.figures import style
 
 # --------------------------------------------------------------------------- chosen epochs
 
@@ -79,8 +51,8 @@ def _reliability_bins(curves: pd.DataFrame, chosen: pd.DataFrame) -> tuple[pd.Da
     """The test set's top-label bins at the chosen epochs, each with its Clopper–Pearson interval (``acc_lo``,
     ``acc_hi``), and their mean over seeds per (which, state, bin): ``lower``, ``upper``, ``freq``, ``freq_lo``,
     ``freq_hi``, ``conf``, ``count``."""
-    top = with_state(curves[(curves["curve"] == "top_label") & (curves["split"] == "test")])
-    top = select_chosen(top, chosen)
+    top = style.with_state(curves[(curves["curve"] == "top_label") & (curves["split"] == "test")])
+    top = style.select_chosen(top, chosen)
     count = top["count"].fillna(0).round()
     correct = (top["observed_frequency"].fillna(0) * count).round().clip(0, count)
     acc_lo, acc_hi = clopper_pearson(correct.to_numpy(), count.to_numpy(), ACCURACY_LEVEL)
@@ -105,7 +77,7 @@ def _reliability_panels(columns: list[tuple[str, str]], states: list[str]) -> tu
     """The figure of :func:`reliability` and its panels: (diagram, counts, (which, title), state, column, bottom
     row); a single set of predictions (one column): its states side by side, else a column per chosen epoch."""
     if len(columns) == 1:
-        fig, axes = new_figure(
+        fig, axes = style.new_figure(
             "reliability",
             size=(max(0.9 + 2.6 * len(states), 4.8), 3.9),  # room for the legend
             nrows=2,
@@ -115,7 +87,7 @@ def _reliability_panels(columns: list[tuple[str, str]], states: list[str]) -> tu
             gridspec_kw=dict(height_ratios=[3, 1]),
         )
         return fig, [(axes[0, c], axes[1, c], columns[0], state, c, True) for c, state in enumerate(states)]
-    fig, axes = new_figure(
+    fig, axes = style.new_figure(
         "reliability",
         nrows=2 * len(states),
         ncols=len(columns),
@@ -135,7 +107,7 @@ def _reliability_diagram(ax: plt.Axes, hist: plt.Axes, d: pd.DataFrame, state: s
     """One diagram of :func:`reliability` from the rows ``d`` of its bins: the bars of the bins' accuracy with
     their intervals, the ticks of their mean confidence, the diagonal, and the counts in ``hist`` below."""
     width = (d["upper"] - d["lower"]).to_numpy()
-    colour = STATE_COLOURS[state]
+    colour = style.STATE_COLOURS[state]
     freq = d["freq"].to_numpy()
     yerr = np.nan_to_num(np.vstack([freq - d["freq_lo"].to_numpy(), d["freq_hi"].to_numpy() - freq])).clip(0)
     ax.bar(
@@ -166,7 +138,7 @@ def _reliability_diagram(ax: plt.Axes, hist: plt.Axes, d: pd.DataFrame, state: s
 
 def _reliability_handles(states: list[str], seeds: int) -> list:
     """The legend entries of :func:`reliability`."""
-    handles = [Patch(color=STATE_COLOURS[s], alpha=0.75, label=f"{s}: observed accuracy") for s in states]
+    handles = [Patch(color=style.STATE_COLOURS[s], alpha=0.75, label=f"{s}: observed accuracy") for s in states]
     handles += [
         Patch(color="0.55", alpha=count_alpha([1, 100])[0], label="paler bar: fewer samples in the bin"),
         Line2D(
@@ -210,13 +182,13 @@ def reliability(
     confidence; the dotted diagonal is perfect calibration. Below each diagram: the test samples per bin
     (mean over seeds; log scale).
     """
-    chosen = chosen_epochs(history)
+    chosen = style.chosen_epochs(history)
     top, agg = _reliability_bins(curves, chosen)
     ece = None
     if scores is not None:
-        s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
+        s = style.select_chosen(style.with_state(scores[scores["split"] == "test"]), chosen)
         ece = s.groupby(["which", "state"])["ece"].agg(["mean", "std"])
-    columns, states, seeds = chosen_columns(chosen), states_of(top), n_seeds(top)
+    columns, states, seeds = style.chosen_columns(chosen), style.states_of(top), style.n_seeds(top)
     single = len(columns) == 1
     fig, panels = _reliability_panels(columns, states)
     for ax, hist, (which, which_title), state, col, bottom in panels:
@@ -231,9 +203,9 @@ def reliability(
         ax.set_ylabel(("observed accuracy" if single else f"{state}\nobserved accuracy") if col == 0 else "")
         count_axis(hist, ("samples" if seeds == 1 else "samples (mean)") if col == 0 else "")
         hist.set_xlabel("Confidence (max. probability)" if bottom else "")
-    fig.suptitle(heading(title, "reliability diagrams, top label, test set"))
-    figure_legend(fig, _reliability_handles(states, seeds), seed_note(top), ncols=2)
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, "reliability diagrams, top label, test set"))
+    style.figure_legend(fig, _reliability_handles(states, seeds), style.seed_note(top), ncols=2)
+    return style.save(fig, paths)
 
 
 def _mean_sd(df: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
@@ -252,19 +224,19 @@ def trust_spectrum(
     """Trust spectrum T(z) per label (Wong et al.), first / best / last epoch, before vs after;
     bars: the mean over seeds, whiskers ± one sd. Beyond ``MANY_LABELS`` labels, each state's per-label
     values (mean over seeds) sorted from the highest as a line over the labels' ranks, a few ticks."""
-    chosen = chosen_epochs(history)
-    test = select_chosen(with_state(spectrum[spectrum["split"] == "test"]), chosen)
+    chosen = style.chosen_epochs(history)
+    test = style.select_chosen(style.with_state(spectrum[spectrum["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
     nts = None
     if scores is not None:
-        s = select_chosen(with_state(scores[scores["split"] == "test"]), chosen)
+        s = style.select_chosen(style.with_state(scores[scores["split"] == "test"]), chosen)
         nts = s.groupby(["which", "state"])["net_trust_score"].mean()
-    columns, states = chosen_columns(chosen), states_of(test)
-    size = (COLUMN_WIDTH + 0.6, 2.6) if len(columns) == 1 else None
-    fig, axes = new_figure("trust_spectrum", size=size, ncols=len(columns), sharey=True, squeeze=False)
-    if test["label"].nunique() > MANY_LABELS:
+    columns, states = style.chosen_columns(chosen), style.states_of(test)
+    size = (style.COLUMN_WIDTH + 0.6, 2.6) if len(columns) == 1 else None
+    fig, axes = style.new_figure("trust_spectrum", size=size, ncols=len(columns), sharey=True, squeeze=False)
+    if test["label"].nunique() > style.MANY_LABELS:
         return _sorted_spectrum(test, fig, axes[0], columns, states, nts, title, paths)
-    names = named_classes(classes)
+    names = style.named_classes(classes)
     bar = 0.8 / len(states)
     for ax, (which, which_title) in zip(axes[0], columns):
         d = _mean_sd(test[test["which"] == which], ["state", "label"], "trust")
@@ -274,8 +246,8 @@ def trust_spectrum(
                 rows["label"] + (i - (len(states) - 1) / 2) * bar,
                 rows["mean"],
                 width=bar,
-                color=STATE_COLOURS[state],
-                yerr=rows["std"].fillna(0) if n_seeds(test) > 1 else None,
+                color=style.STATE_COLOURS[state],
+                yerr=rows["std"].fillna(0) if style.n_seeds(test) > 1 else None,
                 error_kw=dict(elinewidth=0.7, ecolor="0.25"),
                 linewidth=0,
             )
@@ -291,9 +263,9 @@ def trust_spectrum(
         ax.set_ylabel("Trust spectrum T(z)" if which == columns[0][0] else "")
         if names and test["label"].nunique() == len(names):
             ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=6)
-    fig.suptitle(heading(title, "trust spectrum on the test set"))
-    figure_legend(fig, [Patch(color=STATE_COLOURS[s], label=s) for s in states], seed_note(test))
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, "trust spectrum on the test set"))
+    style.figure_legend(fig, [Patch(color=style.STATE_COLOURS[s], label=s) for s in states], style.seed_note(test))
+    return style.save(fig, paths)
 
 
 def _sorted_spectrum(
@@ -308,7 +280,7 @@ def _sorted_spectrum(
         for state in states:
             values = d.loc[d["state"] == state, "mean"].to_numpy(dtype=float)
             values = np.sort(values[~np.isnan(values)])[::-1]
-            ax.plot(np.arange(1, len(values) + 1), values, color=STATE_COLOURS[state], linewidth=1.1)
+            ax.plot(np.arange(1, len(values) + 1), values, color=style.STATE_COLOURS[state], linewidth=1.1)
             ranked = max(ranked, len(values))
         head = [which_title] if which_title else []
         if nts is not None:
@@ -321,10 +293,10 @@ def _sorted_spectrum(
     for ax in axes:
         ax.set_xlim(1, max(ranked, 2))
     unseen = f"{k - ranked} of the {k} labels have no test sample (T undefined)" if ranked < k else ""
-    fig.suptitle(heading(title, f"trust spectrum on the test set, {ranked} labels sorted"))
-    handles = [Line2D([], [], color=STATE_COLOURS[s], linewidth=1.1, label=s) for s in states]
-    figure_legend(fig, handles, "; ".join(note for note in (seed_note(test), unseen) if note))
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, f"trust spectrum on the test set, {ranked} labels sorted"))
+    handles = [Line2D([], [], color=style.STATE_COLOURS[s], linewidth=1.1, label=s) for s in states]
+    style.figure_legend(fig, handles, "; ".join(note for note in (style.seed_note(test), unseen) if note))
+    return style.save(fig, paths)
 
 
 DIRECT_LABELS = 12  # up to this many labels, each line of the trust densities carries its label's number
@@ -333,7 +305,7 @@ DIRECT_LABELS = 12  # up to this many labels, each line of the trust densities c
 def label_dashes(label: int) -> dict:
     """The line style of label z in the trust densities: odd labels dashed, so that two neighbouring viridis
     shades (the ones hard to tell apart) never share a style."""
-    return dict(dashes=DASHED) if label % 2 else {}
+    return dict(dashes=style.DASHED) if label % 2 else {}
 
 
 def label_lines(ax: plt.Axes, palette: dict[int, tuple]) -> None:
@@ -399,15 +371,15 @@ def trust_density(
     lines: the mean over seeds, bands: their range (a ± sd band would cross 0 on the log axis). Beyond
     ``MANY_LABELS`` labels, the median over the labels of each label's density (mean over seeds) and the band
     of 10–90 % of them, in the state's colour, instead of a line per label."""
-    chosen = chosen_epochs(history)
-    test = select_chosen(with_state(density[density["split"] == "test"]), chosen)
+    chosen = style.chosen_epochs(history)
+    test = style.select_chosen(style.with_state(density[density["split"] == "test"]), chosen)
     test["label"] = test["label"].astype(int)
-    many = test["label"].nunique() > MANY_LABELS
-    k = label_count(test["label"], classes)
-    palette = label_colours(k)
-    columns, states, seeds = chosen_columns(chosen), states_of(test), n_seeds(test)
+    many = test["label"].nunique() > style.MANY_LABELS
+    k = style.label_count(test["label"], classes)
+    palette = style.label_colours(k)
+    columns, states, seeds = style.chosen_columns(chosen), style.states_of(test), style.n_seeds(test)
     size = (0.9 + 3.0 * len(states), 2.7) if len(columns) == 1 else None
-    fig, axes = new_figure(
+    fig, axes = style.new_figure(
         "trust_density", size=size, nrows=len(columns), ncols=len(states), sharex=True, sharey=True, squeeze=False
     )
     for r, (which, which_title) in enumerate(columns):
@@ -416,9 +388,9 @@ def trust_density(
             d = test[(test["which"] == which) & (test["state"] == state)]
             if many:
                 per_label = d.groupby(["label", "trust"], sort=True)["density"].mean().unstack("trust")
-                lo, mid, hi = across_labels(per_label)
+                lo, mid, hi = style.across_labels(per_label)
                 grid = per_label.columns.to_numpy(dtype=float)
-                colour = STATE_COLOURS[state]
+                colour = style.STATE_COLOURS[state]
                 ax.fill_between(grid, lo, hi, color=colour, alpha=0.25, linewidth=0)
                 ax.plot(grid, mid, color=colour, linewidth=1.1)
             g = d.groupby(["label", "trust"], sort=True)["density"].agg(["mean", "min", "max"]).reset_index()
@@ -428,9 +400,9 @@ def trust_density(
                 if seeds > 1:
                     ax.fill_between(rows["trust"], rows["min"], rows["max"], color=colour, alpha=0.2, linewidth=0)
             ax.set_yscale("log")
-            ax.set_ylim(DENSITY_FLOOR, None)
+            ax.set_ylim(style.DENSITY_FLOOR, None)
             ax.set_xlim(0, 1)
-            log_ticks(ax)
+            style.log_ticks(ax)
             head = f"{which_title} · {state}" if which_title else state
             ax.set_title(head if len(head) <= 58 else f"{which_title}\n{state}", fontsize=7.5)  # long: two lines
             ax.set_ylabel("density" if c == 0 else "")
@@ -443,20 +415,20 @@ def trust_density(
         labels = test["label"].nunique()
         each = f", each the mean over {seeds} seeds" if seeds > 1 else ""
         note = f"median and 10–90 % band of the {labels} labels{each}; log scale"
-        fig.suptitle(heading(title, f"trust densities across labels on the test set\n({note})"))
-        return save(fig, paths)
+        fig.suptitle(style.heading(title, f"trust densities across labels on the test set\n({note})"))
+        return style.save(fig, paths)
     if k <= DIRECT_LABELS:
         for ax in axes.flat:  # after every panel: the shared y limits are final
             label_lines(ax, palette)
-    label_colourbar(fig, axes, k, classes, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01, dashed=True)
+    style.label_colourbar(fig, axes, k, classes, shrink=0.6 if len(columns) > 1 else 0.9, pad=0.01, dashed=True)
     note = f"mean and range over {seeds} seeds; log scale" if seeds > 1 else "log scale"
-    fig.suptitle(heading(title, f"trust densities per label on the test set ({note})"))
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, f"trust densities per label on the test set ({note})"))
+    return style.save(fig, paths)
 
 
 # --------------------------------------------------------------------------- trust variants
 
-SWEEP_STYLES = {"midpoint": dict(linestyle="-", marker="o"), "mean": dict(linestyle=(0, DASHED), marker="s")}
+SWEEP_STYLES = {"midpoint": dict(linestyle="-", marker="o"), "mean": dict(linestyle=(0, style.DASHED), marker="s")}
 
 
 def _epoch_colours(epochs: list[int]) -> dict[int, tuple]:
@@ -469,24 +441,24 @@ def cluster_sweep(sweep: pd.DataFrame, title: str, paths: Sequence[str | Path], 
     """Network opinion against the number of clusters M, midpoint vs cluster-mean representative; mean
     over seeds with a ± sd band. A series: a row per state, a colour per epoch. One epoch: one row, the
     states in their colours (before vermillion, after blue)."""
-    sweep = with_state(sweep)
+    sweep = style.with_state(sweep)
     epochs = sorted(sweep["epoch"].unique())
-    states = states_of(sweep)
-    seeds = n_seeds(sweep)
+    states = style.states_of(sweep)
+    seeds = style.n_seeds(sweep)
     one_epoch = len(epochs) == 1
     rows = [("", states)] if one_epoch else [(state, [state]) for state in states]
     palette = {} if one_epoch else _epoch_colours(epochs)
 
     def colour_of(state: str, epoch: int):
-        return STATE_COLOURS[state] if one_epoch else palette[epoch]
+        return style.STATE_COLOURS[state] if one_epoch else palette[epoch]
 
-    size = (FULL_WIDTH, 0.9 + 1.8 * len(rows)) if len(rows) == 1 else None
-    fig, axes = new_figure(
+    size = (style.FULL_WIDTH, 0.9 + 1.8 * len(rows)) if len(rows) == 1 else None
+    fig, axes = style.new_figure(
         "cluster_sweep", size=size, nrows=len(rows), ncols=3, sharex=True, sharey="col", squeeze=False
     )
     ticks = sorted(sweep["clusters"].unique())
     for r, (row_name, row_states) in enumerate(rows):
-        for c, (component, name) in enumerate(COMPONENTS):
+        for c, (component, name) in enumerate(style.COMPONENTS):
             ax = axes[r, c]
             sub = sweep[sweep["state"].isin(row_states)]
             stats = _mean_sd(sub, ["state", "epoch", "representative", "clusters"], component)
@@ -505,9 +477,9 @@ def cluster_sweep(sweep: pd.DataFrame, title: str, paths: Sequence[str | Path], 
             ax.set_xlabel("Number of clusters M (log scale)" if r == len(rows) - 1 else "")
             ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     for ax in axes[:, 2]:
-        plain_numbers(ax)
+        style.plain_numbers(ax)
     handles = (
-        [Patch(color=STATE_COLOURS[s], label=s) for s in states]
+        [Patch(color=style.STATE_COLOURS[s], label=s) for s in states]
         if one_epoch
         else [Line2D([], [], color=palette[e], label=f"epoch {e}") for e in epochs]
     )
@@ -516,9 +488,9 @@ def cluster_sweep(sweep: pd.DataFrame, title: str, paths: Sequence[str | Path], 
         Line2D([], [], color="0.3", marker="s", markersize=3, linestyle="--", label="cluster-mean RP"),
         Line2D([], [], color="0.4", linestyle=":", label=f"M = {clusters} (this run)"),
     ]
-    fig.suptitle(heading(title, "network opinion against the number of clusters"))
-    figure_legend(fig, handles, seed_note(sweep), ncols=(len(handles) + 1) // 2)
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, "network opinion against the number of clusters"))
+    style.figure_legend(fig, handles, style.seed_note(sweep), ncols=(len(handles) + 1) // 2)
+    return style.save(fig, paths)
 
 
 SQRT3_2 = np.sqrt(3) / 2
@@ -551,13 +523,13 @@ def _triangle_frame(ax: plt.Axes) -> None:
 
 def opinion_triangle(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """The network opinion of every epoch in the (b, d, u) triangle, and a zoom on where it lies."""
-    net = with_state(network_rows(trust))
+    net = style.with_state(style.network_rows(trust))
     mean = net.groupby(["state", "epoch"])[["belief", "disbelief", "uncertainty"]].mean().reset_index()
-    fig, (tri, zoom) = new_figure("opinion_triangle", ncols=2, gridspec_kw=dict(width_ratios=[1, 1.1]))
+    fig, (tri, zoom) = style.new_figure("opinion_triangle", ncols=2, gridspec_kw=dict(width_ratios=[1, 1.1]))
     _triangle_frame(tri)
-    many = n_seeds(net) > 1
-    for state in states_of(net):
-        colour = STATE_COLOURS[state]
+    many = style.n_seeds(net) > 1
+    for state in style.states_of(net):
+        colour = style.STATE_COLOURS[state]
         m = mean[mean["state"] == state].sort_values("epoch")
         x, y = barycentric(m["belief"], m["disbelief"], m["uncertainty"])
         tri.plot(x, y, color=colour, marker="o", markersize=2.5, linewidth=0.9)
@@ -578,11 +550,11 @@ def opinion_triangle(trust: pd.DataFrame, title: str, paths: Sequence[str | Path
             )
     zoom.set_xlabel("Belief b (disbelief d = 1 − b − u)")
     zoom.set_ylabel("Uncertainty u")
-    plain_numbers(zoom)
+    style.plain_numbers(zoom)
     zoom.margins(0.12)
     zoom.set_title("Zoom (epoch numbers at the ends)")
     tri.set_title("Network opinion per epoch")
-    fig.suptitle(heading(title, "network opinion over training in the opinion triangle"))
-    note = seed_note(net) if not many else f"mean of {n_seeds(net)} seeds (thin: each seed)"
-    figure_legend(fig, state_handles(), note)
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, "network opinion over training in the opinion triangle"))
+    note = style.seed_note(net) if not many else f"mean of {style.n_seeds(net)} seeds (thin: each seed)"
+    style.figure_legend(fig, style.state_handles(), note)
+    return style.save(fig, paths)

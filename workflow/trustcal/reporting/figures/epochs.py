@@ -12,41 +12,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from trustcal.files import temperature_rows
-from trustcal.reporting.figures.style import (
-    AFTER,
-    BEFORE,
-    COMPONENTS,
-    DASHED,
-    FULL_WIDTH,
-    MANY_LABELS,
-    SET_COLOURS,
-    STATE_COLOURS,
-    STATE_WIDTHS,
-    across_labels,
-    class_rows,
-    errorbar,
-    figure_legend,
-    fit_splits,
-    heading,
-    integer_epochs,
-    label_band_handles,
-    label_colourbar,
-    label_colours,
-    label_count,
-    layer_markersize,
-    log_ticks,
-    n_seeds,
-    named_classes,
-    network_rows,
-    new_figure,
-    plain_numbers,
-    save,
-    seed_note,
-    state_handles,
-    states_of,
-    with_state,
-)
+from trustcal.calibration.states import temperature_rows
+from trustcal.reporting.figures import style
 
 # --------------------------------------------------------------------------- paper figures 1–3
 
@@ -59,8 +26,8 @@ ROW_HEIGHT = 0.58  # inches per label row of the small multiples
 def trust_grid_size(n_labels: int) -> tuple[float, float]:
     """The trust grid's size for ``n_labels`` labels: a row per label (FIGURE_SIZES' is that of 10)."""
     if n_labels > SMALL_MULTIPLES:
-        return FULL_WIDTH, 4.3
-    return FULL_WIDTH, round(1.0 + ROW_HEIGHT * n_labels, 2)
+        return style.FULL_WIDTH, 4.3
+    return style.FULL_WIDTH, round(1.0 + ROW_HEIGHT * n_labels, 2)
 
 
 def trust_grid(
@@ -71,57 +38,61 @@ def trust_grid(
     that labels compare by height. Beyond ``SMALL_MULTIPLES`` labels, the paper's own layout (rows
     before/after, a line per label in its viridis shade, a colour bar); beyond ``MANY_LABELS``, that layout
     with the median over the labels and the band of 10–90 % of them instead of a line per label."""
-    per_label = with_state(class_rows(trust))
-    k = label_count(per_label["label"], classes)
-    if per_label["label"].nunique() > MANY_LABELS:
+    per_label = style.with_state(style.class_rows(trust))
+    k = style.label_count(per_label["label"], classes)
+    if per_label["label"].nunique() > style.MANY_LABELS:
         return _trust_grid_across_labels(per_label, title, paths)
     if k > SMALL_MULTIPLES:
         return _trust_grid_lines(per_label, k, title, paths, classes)
-    names = named_classes(classes)
+    names = style.named_classes(classes)
     names = names if names and len(names) == k else None
-    states = states_of(per_label)
-    stats = per_label.groupby(["label", "state", "epoch"])[[c for c, _ in COMPONENTS]].agg(["mean", "std"]).sort_index()
-    fig, axes = new_figure("trust_grid", size=trust_grid_size(k), nrows=k, ncols=3, sharex=True, sharey="col")
-    several = n_seeds(per_label) > 1
+    states = style.states_of(per_label)
+    stats = (
+        per_label.groupby(["label", "state", "epoch"])[[c for c, _ in style.COMPONENTS]]
+        .agg(["mean", "std"])
+        .sort_index()
+    )
+    fig, axes = style.new_figure("trust_grid", size=trust_grid_size(k), nrows=k, ncols=3, sharex=True, sharey="col")
+    several = style.n_seeds(per_label) > 1
     for z in range(k):
-        for col, (component, name) in enumerate(COMPONENTS):
+        for col, (component, name) in enumerate(style.COMPONENTS):
             ax = axes[z, col]
             for state in states:
                 if (z, state) not in stats.index.droplevel("epoch"):
                     continue
                 s = stats.loc[(z, state)]
                 mean, sd = s[(component, "mean")], s[(component, "std")]
-                colour = STATE_COLOURS[state]
+                colour = style.STATE_COLOURS[state]
                 if several:
                     ax.fill_between(mean.index, mean - sd, mean + sd, color=colour, alpha=0.2, linewidth=0)
-                ax.plot(mean.index, mean.to_numpy(), color=colour, linewidth=STATE_WIDTHS[state])  # before: wider
+                ax.plot(mean.index, mean.to_numpy(), color=colour, linewidth=style.STATE_WIDTHS[state])  # before: wider
             ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(3))
             ax.tick_params(labelsize=6, pad=1.5)
-            plain_numbers(ax)
-            integer_epochs(ax)
+            style.plain_numbers(ax)
+            style.integer_epochs(ax)
             if z == 0:
                 ax.set_title(name)
             ax.set_xlabel("Epoch" if z == k - 1 else "")
             ax.set_ylabel(f"{z} {names[z]}" if names else f"label {z}", rotation=0, ha="right", va="center")
             if col:
                 ax.set_ylabel("")
-    fig.suptitle(heading(title, "trust opinion per label on the test set (opinion mass)"))
-    handles = [h for h in state_handles(layered=True) if h.get_label() in states]
-    notes = [seed_note(per_label)] + ([LAYERED_NOTE] if len(states) == 2 else [])
-    figure_legend(fig, handles, "; ".join(n for n in notes if n))
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, "trust opinion per label on the test set (opinion mass)"))
+    handles = [h for h in style.state_handles(layered=True) if h.get_label() in states]
+    notes = [style.seed_note(per_label)] + ([LAYERED_NOTE] if len(states) == 2 else [])
+    style.figure_legend(fig, handles, "; ".join(n for n in notes if n))
+    return style.save(fig, paths)
 
 
 def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, classes: Sequence[str] | None) -> plt.Figure:
     """The paper's layout: rows before/after calibration, columns b/d/u, a line per label in its shade."""
-    palette = label_colours(k)
-    states = states_of(per_label)
-    fig, axes = new_figure(
+    palette = style.label_colours(k)
+    states = style.states_of(per_label)
+    fig, axes = style.new_figure(
         "trust_grid", size=trust_grid_size(k), nrows=len(states), ncols=3, sharex=True, sharey="col", squeeze=False
     )
     for row, state in enumerate(states):
         sub = per_label[per_label["state"] == state]
-        for col, (component, name) in enumerate(COMPONENTS):
+        for col, (component, name) in enumerate(style.COMPONENTS):
             ax = axes[row, col]
             sns.lineplot(
                 data=sub,
@@ -130,42 +101,44 @@ def _trust_grid_lines(per_label: pd.DataFrame, k: int, title: str, paths, classe
                 hue="label",
                 palette=palette,
                 legend=False,
-                errorbar=errorbar(per_label),
+                errorbar=style.errorbar(per_label),
                 ax=ax,
                 linewidth=0.9,
             )
             _label_state_panel(ax, name, component, state, row == 0, row == len(states) - 1, col == 0)
     for ax in axes[:, 2]:
-        plain_numbers(ax)
-    label_colourbar(fig, axes, k, classes, shrink=0.85, pad=0.01)
-    fig.suptitle(heading(title, f"trust opinion per label on the test set ({seed_note(per_label)})"))
-    return save(fig, paths)
+        style.plain_numbers(ax)
+    style.label_colourbar(fig, axes, k, classes, shrink=0.85, pad=0.01)
+    fig.suptitle(style.heading(title, f"trust opinion per label on the test set ({style.seed_note(per_label)})"))
+    return style.save(fig, paths)
 
 
 def _trust_grid_across_labels(per_label: pd.DataFrame, title: str, paths) -> plt.Figure:
     """The trust grid of many labels: rows before/after, columns b/d/u, per epoch the median over the labels of
     each label's opinion (mean over seeds) and the band of 10–90 % of the labels, in the state's colour."""
-    states = states_of(per_label)
+    states = style.states_of(per_label)
     labels = per_label["label"].nunique()
-    fig, axes = new_figure(
+    fig, axes = style.new_figure(
         "trust_grid", size=trust_grid_size(labels), nrows=len(states), ncols=3, sharex=True, sharey="col", squeeze=False
     )
     for row, state in enumerate(states):
         sub = per_label[per_label["state"] == state]
-        colour = STATE_COLOURS[state]
-        for col, (component, name) in enumerate(COMPONENTS):
+        colour = style.STATE_COLOURS[state]
+        for col, (component, name) in enumerate(style.COMPONENTS):
             ax = axes[row, col]
             values = sub.groupby(["label", "epoch"], sort=True)[component].mean().unstack("epoch")
-            lo, mid, hi = across_labels(values)
+            lo, mid, hi = style.across_labels(values)
             epochs = values.columns.to_numpy()
             ax.fill_between(epochs, lo, hi, color=colour, alpha=0.25, linewidth=0)
             ax.plot(epochs, mid, color=colour, linewidth=1.1)
             _label_state_panel(ax, name, component, state, row == 0, row == len(states) - 1, col == 0)
     for ax in axes[:, 2]:
-        plain_numbers(ax)
-    fig.suptitle(heading(title, f"trust opinion across {labels} labels on the test set ({seed_note(per_label)})"))
-    figure_legend(fig, label_band_handles(), "")
-    return save(fig, paths)
+        style.plain_numbers(ax)
+    fig.suptitle(
+        style.heading(title, f"trust opinion across {labels} labels on the test set ({style.seed_note(per_label)})")
+    )
+    style.figure_legend(fig, style.label_band_handles(), "")
+    return style.save(fig, paths)
 
 
 def _label_state_panel(ax, name: str, component: str, state: str, top: bool, bottom: bool, left: bool) -> None:
@@ -173,7 +146,7 @@ def _label_state_panel(ax, name: str, component: str, state: str, top: bool, bot
     ax.set_title(name if top else "")
     ax.set_xlabel("Epoch" if bottom else "")
     ax.set_ylabel(f"{state}\n{component} (opinion mass)" if left else f"{component} (opinion mass)")
-    integer_epochs(ax)
+    style.integer_epochs(ax)
 
 
 def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
@@ -183,15 +156,15 @@ def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) 
         id_vars=["epoch", "seed"], value_vars=["train_loss", "val_loss"], var_name="set", value_name="loss"
     )
     long["set"] = long["set"].map({"train_loss": "Training", "val_loss": "Validation"})
-    fig, ax = new_figure("loss_curves")
+    fig, ax = style.new_figure("loss_curves")
     few = history["epoch"].nunique() < 15
     sns.lineplot(
         data=long,
         x="epoch",
         y="loss",
         hue="set",
-        palette=SET_COLOURS,
-        errorbar=errorbar(history),
+        palette=style.SET_COLOURS,
+        errorbar=style.errorbar(history),
         ax=ax,
         legend=False,
         marker="o" if few else None,
@@ -199,17 +172,19 @@ def loss_curves(history: pd.DataFrame, title: str, paths: Sequence[str | Path]) 
     )
     mean_val = history.groupby("epoch")["val_loss"].mean()
     best = int(mean_val.idxmin())
-    ax.axvline(best, color=SET_COLOURS["Validation"], linestyle=":", linewidth=1.0)
+    ax.axvline(best, color=style.SET_COLOURS["Validation"], linestyle=":", linewidth=1.0)
     ax.set_xlabel("Epoch")
-    integer_epochs(ax)
+    style.integer_epochs(ax)
     ax.set_ylabel("Cross-entropy loss (nats)")
-    ax.set_title(heading(title, "loss per epoch"))
-    handles = [Line2D([], [], color=c, label=s) for s, c in SET_COLOURS.items()]
+    ax.set_title(style.heading(title, "loss per epoch"))
+    handles = [Line2D([], [], color=c, label=s) for s, c in style.SET_COLOURS.items()]
     handles.append(
-        Line2D([], [], color=SET_COLOURS["Validation"], linestyle=":", label=f"Min. validation loss (epoch {best})")
+        Line2D(
+            [], [], color=style.SET_COLOURS["Validation"], linestyle=":", label=f"Min. validation loss (epoch {best})"
+        )
     )
-    figure_legend(fig, handles, seed_note(history), ncols=2)
-    return save(fig, paths)
+    style.figure_legend(fig, handles, style.seed_note(history), ncols=2)
+    return style.save(fig, paths)
 
 
 # --------------------------------------------------------------------------- metrics per epoch
@@ -231,17 +206,17 @@ GEOMETRIC_PANELS = (
 def temperature_label(calibration: pd.DataFrame) -> str:
     """The legend entry of the temperature: where it was fitted, from calibration.csv's ``fit_split``
     (``val`` unless the config sets ``calibration: fit_on: test``); no claim without that column."""
-    splits = fit_splits(calibration)
+    splits = style.fit_splits(calibration)
     return f"Temperature (fitted on {' and '.join(splits)})" if splits else "Temperature"
 
 
-def _by_state(ax, df, y, *, dashes=None, style=None, err=None) -> None:
+def _by_state(ax, df, y, *, dashes=None, style_column=None, err=None) -> None:
     """``y`` against the epoch per state, before calibration first and wider (:data:`STATE_WIDTHS`), its markers
     larger, so that where temperature scaling changes nothing (the accuracy) the vermillion line stays visible
     around the blue one."""
-    kw = dict(style=style, dashes=dashes) if style else {}
+    kw = dict(style=style_column, dashes=dashes) if style_column else {}
     few = df["epoch"].nunique() < 15
-    for position, state in enumerate((BEFORE, AFTER)):
+    for position, state in enumerate((style.BEFORE, style.AFTER)):
         rows = df[df["state"] == state]
         if rows.empty:
             continue
@@ -249,13 +224,13 @@ def _by_state(ax, df, y, *, dashes=None, style=None, err=None) -> None:
             data=rows,
             x="epoch",
             y=y,
-            color=STATE_COLOURS[state],
-            linewidth=STATE_WIDTHS[state],
+            color=style.STATE_COLOURS[state],
+            linewidth=style.STATE_WIDTHS[state],
             errorbar=err,
             ax=ax,
             legend=False,
             marker="o" if few else None,
-            markersize=layer_markersize(2 * position),
+            markersize=style.layer_markersize(2 * position),
             **kw,
         )
 
@@ -264,10 +239,10 @@ def calibration_metrics(
     scores: pd.DataFrame, calibration: pd.DataFrame, title: str, paths: Sequence[str | Path]
 ) -> plt.Figure:
     """Accuracy, ECE, NLL, Brier, NetTrustScore (test set) before/after calibration, and T per epoch."""
-    test = with_state(scores[scores["split"] == "test"])
-    fig, axes = new_figure("calibration_metrics", nrows=2, ncols=3, sharex=True)
+    test = style.with_state(scores[scores["split"] == "test"])
+    fig, axes = style.new_figure("calibration_metrics", nrows=2, ncols=3, sharex=True)
     for ax, (column, name, unit) in zip(axes.flat, METRIC_PANELS):
-        _by_state(ax, test, column, err=errorbar(test))
+        _by_state(ax, test, column, err=style.errorbar(test))
         ax.set_title(name)
         ax.set_ylabel(unit)
     ax = axes.flat[-1]
@@ -278,7 +253,7 @@ def calibration_metrics(
         x="epoch",
         y="temperature",
         color="black",
-        errorbar=errorbar(cal),
+        errorbar=style.errorbar(cal),
         ax=ax,
         marker="o" if cal["epoch"].nunique() < 15 else None,
         markersize=3,
@@ -286,22 +261,22 @@ def calibration_metrics(
     ax.axhline(1.0, color="0.6", linestyle=":", linewidth=0.8)
     if cal["temperature"].max() / max(cal["temperature"].min(), 1e-12) > 20:
         ax.set_yscale("log")
-        log_ticks(ax)
+        style.log_ticks(ax)
     ax.set_title("Fitted temperature")
     ax.set_ylabel("T (1 = no scaling)")
     for ax in axes.flat:
-        integer_epochs(ax)
+        style.integer_epochs(ax)
         ax.set_xlabel("Epoch" if ax in axes[1] else "")
-    fig.suptitle(heading(title, "calibration metrics on the test set"))
-    handles = state_handles(layered=True) + [Line2D([], [], color="black", label=temperature_label(cal))]
-    figure_legend(fig, handles, seed_note(test))
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, "calibration metrics on the test set"))
+    handles = style.state_handles(layered=True) + [Line2D([], [], color="black", label=temperature_label(cal))]
+    style.figure_legend(fig, handles, style.seed_note(test))
+    return style.save(fig, paths)
 
 
 def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """Geometric accuracy, decisiveness and robustness, reported (solid) and measured (dashed)."""
-    test = with_state(scores[scores["split"] == "test"])
-    fig, axes = new_figure("geometric_metrics", ncols=3, sharex=True, sharey=True)
+    test = style.with_state(scores[scores["split"] == "test"])
+    fig, axes = style.new_figure("geometric_metrics", ncols=3, sharex=True, sharey=True)
     for ax, (column, name) in zip(axes, GEOMETRIC_PANELS):
         long = test.melt(
             id_vars=["epoch", "seed", "state"],
@@ -310,31 +285,38 @@ def geometric_metrics(scores: pd.DataFrame, title: str, paths: Sequence[str | Pa
             value_name="value",
         )
         long["kind"] = long["kind"].map({column: "Reported", f"{column}_measured": "Measured"})
-        _by_state(ax, long, "value", style="kind", dashes={"Reported": "", "Measured": DASHED}, err=errorbar(test))
+        _by_state(
+            ax,
+            long,
+            "value",
+            style_column="kind",
+            dashes={"Reported": "", "Measured": style.DASHED},
+            err=style.errorbar(test),
+        )
         ax.set_title(name)
         ax.set_ylabel("generalized mean of p(true class)" if ax is axes[0] else "")
         ax.set_xlabel("Epoch")
-        integer_epochs(ax)
-    handles = state_handles(layered=True) + [
+        style.integer_epochs(ax)
+    handles = style.state_handles(layered=True) + [
         Line2D([], [], color="0.3", label="Reported"),
         Line2D([], [], color="0.3", linestyle="--", label="Measured"),
     ]
-    fig.suptitle(heading(title, "geometric accuracy family on the test set"))
-    figure_legend(fig, handles, seed_note(test))
-    return save(fig, paths)
+    fig.suptitle(style.heading(title, "geometric accuracy family on the test set"))
+    style.figure_legend(fig, handles, style.seed_note(test))
+    return style.save(fig, paths)
 
 
 def network_opinion(trust: pd.DataFrame, title: str, paths: Sequence[str | Path]) -> plt.Figure:
     """The network opinion (b, d, u) per epoch, before and after calibration."""
-    net = with_state(network_rows(trust))
-    fig, axes = new_figure("network_opinion", ncols=3, sharex=True)
-    for ax, (component, name) in zip(axes, COMPONENTS):
-        _by_state(ax, net, component, err=errorbar(net))
+    net = style.with_state(style.network_rows(trust))
+    fig, axes = style.new_figure("network_opinion", ncols=3, sharex=True)
+    for ax, (component, name) in zip(axes, style.COMPONENTS):
+        _by_state(ax, net, component, err=style.errorbar(net))
         ax.set_title(name)
         ax.set_ylabel(f"{component} (opinion mass)")
         ax.set_xlabel("Epoch")
-        integer_epochs(ax)
-    plain_numbers(axes[2])
-    fig.suptitle(heading(title, "network opinion (cumulative fusion of the label opinions)"))
-    figure_legend(fig, state_handles(layered=True), seed_note(net))
-    return save(fig, paths)
+        style.integer_epochs(ax)
+    style.plain_numbers(axes[2])
+    fig.suptitle(style.heading(title, "network opinion (cumulative fusion of the label opinions)"))
+    style.figure_legend(fig, style.state_handles(layered=True), style.seed_note(net))
+    return style.save(fig, paths)

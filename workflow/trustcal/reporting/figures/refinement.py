@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from trustcal.files import RAW
+from trustcal.calibration.states import RAW
 from trustcal.reporting.figures.calibrators import calibrator_name
 from trustcal.reporting.figures.style import (
     FIGURE_SIZES,

@@ -327,7 +327,7 @@ def render_figures(
     (``…/seed{N}/…``); each table is read once, when a figure first needs it.
     ``run`` gives the run's ``title`` and ``classes`` (the rule's params; by default the registry's, for a
     registered dataset's name). ``clusters`` and the other ``options`` (the rule's params) go to :func:`draw`.
-    This is what the Snakemake rules call.
+    The workflow's figures stage calls it (:func:`trustcal.stages.figures_stage`).
     """
     unknown = sorted(set(outputs) - set(FIGURES))
     if unknown:

@@ -27,7 +27,8 @@ import pandas as pd  # noqa: E402
 from cycler import cycler  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from trustcal.files import atomic_path, paper_states  # noqa: E402
+from trustcal.calibration.states import paper_states  # noqa: E402
+from trustcal.files import atomic_path  # noqa: E402
 
 # --------------------------------------------------------------------------- style
 
@@ -162,7 +163,7 @@ def save(fig: plt.Figure, paths: Sequence[str | Path]) -> plt.Figure:
 
 
 def with_state(df: pd.DataFrame) -> pd.DataFrame:
-    """The paper's two states (the raw model and temperature scaling, :func:`~trustcal.files.paper_states`)
+    """The paper's two states (the raw model and temperature scaling, :func:`~trustcal.calibration.states.paper_states`)
     with ``state`` ("Before calibration" / "After calibration")."""
     df = paper_states(df)
     df["state"] = df["calibrated"].map(STATE_NAMES)

@@ -107,7 +107,7 @@ from trustcal.reporting.verdict.render import (
     VERDICT_COLOURS,
     render_html,
     render_markdown,
-    verdict_stage,
+    write_run_verdicts,
     write_verdict,
 )
 from trustcal.reporting.verdict.runs import (
@@ -135,6 +135,7 @@ from trustcal.reporting.verdict.runs import (
     start_gap,
     val_loss_minimum,
 )
+from trustcal.reporting.verdict.settings import VerdictSettings
 
 __all__ = [
     "load_claims",
@@ -186,6 +187,7 @@ __all__ = [
     "UNCERTAINTY_REASON",
     "VERDICT_COLOURS",
     "VERDICT_COLUMNS",
+    "VerdictSettings",
     "change",
     "curve",
     "decide",
@@ -215,6 +217,6 @@ __all__ = [
     "start_gap",
     "t975",
     "val_loss_minimum",
-    "verdict_stage",
+    "write_run_verdicts",
     "write_verdict",
 ]

@@ -14,6 +14,7 @@ from trustcal.reporting.verdict.claimfile import (
     load_claims,
 )
 from trustcal.reporting.verdict.runs import Run
+from trustcal.reporting.verdict.settings import VerdictSettings
 
 ONSET_TOLERANCE = 5  # epochs: "after around 10 epochs" on a 100-epoch axis
 GAP_TOLERANCE = 0.10  # nats: "training and validation losses remain low and close"
@@ -129,15 +130,15 @@ def invariance_note(runs: Mapping[str, Mapping[int, Run]]) -> str:
     )
 
 
-def settings_notes(settings: Mapping, datasets: Sequence[str], claims: Sequence[Claim] = CLAIMS) -> list[str]:
+def settings_notes(settings: VerdictSettings, datasets: Sequence[str], claims: Sequence[Claim] = CLAIMS) -> list[str]:
     """How the run differs from the paper's setup, one sentence each."""
     notes = []
-    flat = {**settings, **settings.get("trust", {})}
+    known = settings.values()
     for key, paper in PAPER_SETTINGS.items():
-        if key in flat and flat[key] != paper:
-            notes.append(f"`{key}` is {flat[key]!r} here, {paper!r} in the paper")
+        if key in known and known[key] != paper:
+            notes.append(f"`{key}` is {known[key]!r} here, {paper!r} in the paper")
     for ds in sorted({c.dataset for c in claims} - set(datasets)):
         notes.append(f"{ds} is not in this run")
-    if settings.get("calibration", {}).get("fit_on") == "test":
+    if settings.fit_on == "test":
         notes.append("the temperature is fitted on the test set (the author's code; leaks the test labels)")
     return notes

@@ -21,6 +21,7 @@ REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_COMPARABLE = (
     "inconclusive",
     "not comparable",
 )
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_COMPARABLE)  # in the order tables count them
 
 
 VERDICT_COLUMNS = (

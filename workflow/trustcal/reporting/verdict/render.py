@@ -40,6 +40,8 @@ from trustcal.reporting.verdict.general import (
     run_titles,
 )
 from trustcal.reporting.verdict.runs import fmt_value, load_runs, perfect_classifier_opinion
+from trustcal.reporting.verdict.settings import VerdictSettings
+from trustcal.reporting.verdict.summary import COLOURS, write_summary
 
 INTRO = (
     "Generated from every run's `trust.csv`, `history.csv` and `trust_bootstrap.npz` by `trustcal.reporting.verdict`; "
@@ -150,7 +152,7 @@ def _interval(r) -> str:
 
 def _document(
     table: pd.DataFrame,
-    settings: Mapping,
+    settings: VerdictSettings,
     datasets: Sequence[str],
     seeds: Mapping[str, Sequence[int]],
     runs: Mapping | None = None,
@@ -161,22 +163,20 @@ def _document(
     ``paper``: the paper's claims, with its setup, reference levels, contradictions and tolerances; else a
     claims file's, with none of these."""
     counts = table["verdict"].value_counts()
-    trust = settings.get("trust", {})
-    boot = settings.get("bootstrap", {})
+    shown = settings.shown
     seed_text = "; ".join(f"{ds or 'predictions'}: seeds {', '.join(map(str, s))}" for ds, s in seeds.items()) or "–"
     bullets = [
-        f"Run: {seed_text}; {settings.get('epochs', '?')} epochs; M = {settings.get('clusters', '?')} clusters, "
-        f"W = {trust.get('weight', '?')}, representative {trust.get('representative', '?')}, "
-        f"{trust.get('cluster_fusion', '?')}/{trust.get('class_fusion', '?')} fusion; temperature fitted on "
-        f"{settings.get('calibration', {}).get('fit_on', '?')}."
+        f"Run: {seed_text}; {shown('epochs')} epochs; M = {shown('clusters')} clusters, "
+        f"W = {shown('weight')}, representative {shown('representative')}, "
+        f"{shown('cluster_fusion')}/{shown('class_fusion')} fusion; temperature fitted on {shown('fit_on')}."
     ]
     notes = settings_notes(settings, datasets) if paper else []
     if notes:
         bullets.append("Differs from the paper's setup: " + "; ".join(notes) + ".")
-    if settings.get("provenance"):
-        bullets.append(str(settings["provenance"]))
-    m = settings.get("clusters")
-    if paper and trust.get("representative", "midpoint") == "midpoint" and isinstance(m, int):
+    if settings.provenance:
+        bullets.append(settings.provenance)
+    m = settings.clusters
+    if paper and settings.midpoint and m is not None:
         b, d = perfect_classifier_opinion(m)
         bullets.append(
             f"Reference: with midpoint representatives, a perfectly accurate and confident classifier gets "
@@ -221,8 +221,8 @@ def _document(
     if runs and paper:
         tension_notes.append(invariance_note(runs))
     footer = (DECISION_TEXT if paper else CLAIMS_DECISION_TEXT).format(
-        pct=f"{boot.get('level', 0.95):.0%}",
-        boot=boot.get("resamples", "the"),
+        pct=f"{settings.level:.0%}",
+        boot=settings.bootstrap.resamples if settings.bootstrap else "the",
         tol=MASS_TOLERANCE,
         onset=ONSET_TOLERANCE,
         gap=GAP_TOLERANCE,
@@ -239,7 +239,7 @@ def _cell(r) -> str:
 
 
 def _general_document(
-    table: pd.DataFrame, settings: Mapping, runs: Mapping | None = None, claims=None, claims_file=None
+    table: pd.DataFrame, settings: VerdictSettings, runs: Mapping | None = None, claims=None, claims_file=None
 ):
     """The section "Does it hold beyond the paper?", format-free: (paragraphs, column titles, rows, notes,
     details) with each row [claim, rule, (cell, verdict) per run]; None when there are no general rows.
@@ -250,13 +250,12 @@ def _general_document(
         claims = CLAIMS if claims_file is None else load_claims(claims_file)
     generals = {g.id: g for g in general_claims(claims)}
     order = run_order(table["dataset"].unique(), [c for g in generals.values() for c in g.cases])
-    titles = run_titles(order, settings.get("setups"))
+    titles = run_titles(order, settings.setups)
     paragraphs = [GENERAL_INTRO]
     known = run_classes(runs or {})
     classes = {ds: known[ds] for ds in order if ds in known}
     if classes:
-        midpoint = settings.get("trust", {}).get("representative", "midpoint") == "midpoint"
-        paragraphs.append(level_dependence(classes, settings.get("clusters"), titles, midpoint=midpoint))
+        paragraphs.append(level_dependence(classes, settings.clusters, titles, midpoint=settings.midpoint))
     counts = []
     for ds in order:
         c = table.loc[table["dataset"] == ds, "verdict"].value_counts()
@@ -380,7 +379,7 @@ def _html_text(text: str) -> str:
     return "".join(out)
 
 
-VERDICT_COLOURS = {REPRODUCED: "#d9f0d3", NOT_REPRODUCED: "#f6d0c4", INCONCLUSIVE: "#fbeec1", NOT_COMPARABLE: "#eeeeee"}
+VERDICT_COLOURS = COLOURS  # one palette: the verdict page's and the landing page's counts
 
 
 def _general_html(section) -> list[str]:
@@ -481,7 +480,7 @@ def render_html(table, settings, datasets, seeds, runs=None, claims_file=None, c
 
 def write_verdict(
     runs,
-    settings: Mapping,
+    settings: VerdictSettings,
     out_md,
     out_csv,
     out_html=None,
@@ -496,7 +495,7 @@ def write_verdict(
     workflow's verdict), also the general claims on every run of ``runs``: rows of ``scope`` ``general``
     after the claims' own, and the section "Does it hold beyond the paper?". ``warnings``: the lines of the
     section "Warnings" (none: no section)."""
-    level = float(settings.get("bootstrap", {}).get("level", 0.95))
+    level = float(settings.level)
     if claims is None:
         claims = CLAIMS if claims_file is None else load_claims(claims_file)
     table = evaluate(runs, claims, level=level, flagged=flagged)
@@ -527,7 +526,7 @@ def claims_outputs(claims_paths, out_dir) -> list[tuple[Path, Path, Path, Path]]
     return outputs
 
 
-def write_claims_verdicts(runs, settings: Mapping, claims_paths, out_dir) -> dict[str, pd.DataFrame]:
+def write_claims_verdicts(runs, settings: VerdictSettings, claims_paths, out_dir) -> dict[str, pd.DataFrame]:
     """Each claims file of ``claims_paths`` judged on ``runs``: ``out_dir/{name}.md``, ``.csv`` and ``.html``
     (``name``: the file's name without ``.yaml``). All files are read before anything is written."""
     outputs = claims_outputs(claims_paths, out_dir)
@@ -539,29 +538,35 @@ def write_claims_verdicts(runs, settings: Mapping, claims_paths, out_dir) -> dic
     }
 
 
-def verdict_stage(
+def write_run_verdicts(
     trust_paths,
     history_paths,
     out_md,
     out_csv,
-    settings: Mapping,
+    settings: VerdictSettings,
     out_html=None,
     bootstrap_paths=(),
     claims_paths=(),
     claims_dir=None,
     logs_dir=None,
+    out_summary=None,
+    setups=None,
 ) -> pd.DataFrame:
     """Read every run's tables, evaluate ``CLAIMS`` and the general claims on every run (any dataset ×
     network: "Does it hold beyond the paper?"), write the Markdown, CSV (and HTML) verdicts; with
     ``claims_paths`` (the config's ``claims:``) also each file's verdict in ``claims_dir``
-    (:func:`write_claims_verdicts`). ``settings["setups"]`` (the config's ``setups:``), when given, names the
+    (:func:`write_claims_verdicts`). ``settings.setups`` (the config's ``setups:``), when given, names the
     runs of named setups as the registry titles them (``CIFAR-10 (ResNet-20)``). ``logs_dir`` (``results/logs``):
-    the section "Warnings", the digest of the jobs' warnings of these runs (:mod:`trustcal.reporting.digest`)."""
+    the section "Warnings", the digest of the jobs' warnings of these runs (:mod:`trustcal.reporting.digest`).
+    ``out_summary`` (``results/summary.html``): the run at a glance for the report's landing page
+    (:mod:`.summary`), each run described by its ``setup`` param of ``setups`` (run → it)."""
     for path in claims_paths:  # a bad claims file fails before any verdict is written
         load_claims(path)
     runs = load_runs(trust_paths, history_paths, bootstrap_paths)
     warnings = digest_lines(logs_dir, {ds: list(seeds) for ds, seeds in runs.items()}) if logs_dir else ()
     table = write_verdict(runs, settings, out_md, out_csv, out_html, general=True, warnings=warnings)
+    if out_summary is not None:
+        write_summary(out_summary, table, runs, setups or {}, settings.shown("epochs"), warnings)
     if claims_paths:
         write_claims_verdicts(
             runs, settings, claims_paths, claims_dir if claims_dir is not None else Path(out_md).parent

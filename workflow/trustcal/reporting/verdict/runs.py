@@ -9,8 +9,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from trustcal.calibration.states import paper_states
 from trustcal.errors import TrustcalError
-from trustcal.files import paper_states, read_result_csv, read_result_npz, run_key
+from trustcal.files import read_result_csv, read_result_npz, run_key
 from trustcal.measures.trust import TRUST_COLUMNS
 from trustcal.training.history import best_epoch
 

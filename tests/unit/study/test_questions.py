@@ -1,4 +1,4 @@
-"""The study's answers to docs/method.md §13's two questions (trustcal.reporting.questions), on hand-built
+"""The study's answers to docs/method.md §13's two questions (trustcal.study.questions), on hand-built
 tables and arrays whose answers are known."""
 
 import math
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from trustcal.measures.paired import paired_interval, paired_interval_from_intervals
-from trustcal.reporting.questions import (
+from trustcal.study.questions import (
     lowest_epochs,
     refinement_answer,
     refinement_changes,

@@ -1,4 +1,4 @@
-"""The ``trust_sweep`` table (trustcal.reporting.tables.trust_sweep_table, trust_sweep.csv): the network and
+"""The ``trust_sweep`` table (trustcal.evaluation.trust_sweep_table, trust_sweep.csv): the network and
 mean class opinions at each number of clusters M and each representative, checked against Algorithm 1
 (docs/method.md §3) worked out apart from trustcal: by hand for M = 1, and for every M and representative
 by the exact rational arithmetic of :func:`algorithm_1` (a loop over the samples, no code of trustcal)."""
@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from trustcal.evaluation import PredictionSet, SweepParams, trust_sweep_table, trust_tables
 from trustcal.measures.trust import TrustParams
-from trustcal.reporting.tables import PredictionSet, SweepParams, trust_sweep_table, trust_tables
 
 EPS = float(np.finfo(float).eps)
 

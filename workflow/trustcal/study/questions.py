@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from trustcal.calibration.states import PAPER_STATES
 from trustcal.measures.paired import PairedInterval, paired_interval, paired_interval_from_intervals
 from trustcal.measures.selective import SCORES
 
@@ -26,7 +27,6 @@ SCORE_NAMES = {
     "projected_probability": "projected probability b + a·u",
     "evidence": "evidence",
 }
-SHOWN = ("none", "temperature")  # the calibration states the sentences speak of; the tables hold every one
 
 
 def _num(est: float, lo: float, hi: float) -> str:
@@ -79,7 +79,7 @@ def selective_answer(diffs: pd.DataFrame) -> str:
     minus the max probability's at the last epoch, and the epochs whose interval lies wholly below 0
     (the opinion ranks the errors better) or wholly above."""
     aurc = diffs[diffs["area"] == "aurc"]
-    shown = [c for c in SHOWN if c in set(aurc["calibrator"])]
+    shown = [c for c in PAPER_STATES if c in set(aurc["calibrator"])]  # the tables hold every calibrator
     if aurc.empty or not shown:
         return "not answered: the run has no selective.csv with intervals"
     last = int(aurc["epoch"].max())

@@ -1,4 +1,4 @@
-"""The result tables of trustcal.reporting.tables by value on hand-built predictions: the per-prediction
+"""The result tables of trustcal.evaluation by value on hand-built predictions: the per-prediction
 opinions' table (dynamic_trust.csv), the tables the trust stage writes and their columns (trust.csv with its
 intervals), and the index of the score tables' side tables. The trust sweep: test_tables_sweep.py."""
 
@@ -6,9 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trustcal.measures.bootstrap import BootstrapParams
-from trustcal.measures.trust import TRUST_COLUMNS, TrustParams
-from trustcal.reporting.tables import (
+from trustcal.evaluation import (
     MetricParams,
     PredictionSet,
     SweepParams,
@@ -16,6 +14,8 @@ from trustcal.reporting.tables import (
     score_tables,
     trust_tables,
 )
+from trustcal.measures.bootstrap import BootstrapParams
+from trustcal.measures.trust import TRUST_COLUMNS, TrustParams
 
 EPS = float(np.finfo(float).eps)
 VAL = PredictionSet(
