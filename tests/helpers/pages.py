@@ -1,17 +1,26 @@
-"""Pages looked at in a real browser: headless Chromium (Debian's `chromium` package), driven from subprocess.
+"""Pages looked at in a real browser: headless Chromium (Debian's `chromium` package), driven over the DevTools
+protocol (tests/helpers/cdp.py), so that the window is exactly the size asked for.
 
 `check_pages(root, pages, shots)` serves the folder `root` over HTTP on localhost, opens each page twice in
 headless Chromium and returns what a reader would find wrong on it:
 
-- the DOM after the page's scripts ran (`--dump-dom`), with a script injected at the top of the page that
-  records console errors, uncaught exceptions and resources that failed to load, and, once the page has
-  loaded, broken images, tables cut off by their box, duplicate entries of the page's table of contents
-  and the page's visible text (`innerText`, so what CSS hides is not in it) with code set apart;
+- the page once its scripts ran, with a script injected at the top of the page that records console errors,
+  uncaught exceptions and resources that failed to load, and, once the page has loaded, broken images, tables
+  cut off by their box, duplicate entries of the page's table of contents and the page's visible text
+  (`innerText`, so what CSS hides is not in it) with code set apart;
 - that text searched for markup that was not rendered (`raw_markup`): reST roles (``:func:`x```),
   literal-block markers (``text::``), Markdown emphasis (``**x**``, ``*x*``), links and references
-  (``[x](y)``, ``[x][y]``), code spans (`` `x` ``) and TeX math (``$x$``, ``\\frac``);
-- a screenshot (`--screenshot`, 1280 px wide, as tall as the page up to `MAX_SHOT_HEIGHT`) into `shots`, to be
-  looked at.
+  (``[x](y)``, ``[x][y]``), code spans (`` `x` ``), TeX math (``$x$``, ``\\frac``) and the error messages
+  docutils writes into a page it could not render (``System Message: WARNING/2``);
+- a page wider than the window (`document.scrollingElement.scrollWidth` over the window's width: a reader
+  scrolls sideways);
+- a screenshot of the page as it is (without the injected script), `WIDTH` = 1280 px wide and as tall as the
+  page up to `MAX_SHOT_HEIGHT`, into `shots`, to be looked at.
+
+`page_layout(root, page, shots, width, height)` checks one page the same way in a window of its own size
+(1,400 px, a phone's 390 px; with a `height`, the screenshot is of the first screen alone) and also returns
+where its tables lie on the first screen (:class:`Layout`), for tests that ask what a reader sees before
+scrolling.
 
 No browser is downloaded: `chromium()` finds the installed one (`$TRUSTCAL_CHROMIUM`, else `chromium`,
 `chromium-browser`, `google-chrome` on the PATH); .ci/run installs Debian's when it can.
@@ -19,19 +28,20 @@ No browser is downloaded: `chromium()` finds the installed one (`$TRUSTCAL_CHROM
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import html
 import http.server
 import json
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from helpers.cdp import Browser, BrowserError
 
 WIDTH = 1280  # a laptop
 MAX_SHOT_HEIGHT = 6000
@@ -78,6 +88,13 @@ PROBE = """<script>(function () {
       });
     });
     if (document.querySelector("blockquote blockquote")) say("quotes within quotes (a doctest's >>> read as Markdown quotes?)");
+    var wide = document.scrollingElement.scrollWidth - window.innerWidth;
+    if (wide > 1) say("the page is " + wide + " px wider than the window at " + window.innerWidth + " px wide (a reader scrolls sideways)");
+    var tables = Array.prototype.map.call(document.querySelectorAll("table"), function (table) {
+      var r = table.getBoundingClientRect();
+      var head = Array.prototype.map.call(table.querySelectorAll("th"), function (th) { return th.innerText.trim(); });
+      return {id: table.id, head: head, top: r.top, bottom: r.bottom, left: r.left, right: r.right, shown: table.offsetParent !== null};
+    });
     var height = document.documentElement.scrollHeight;
     document.querySelectorAll("code, pre, kbd, samp").forEach(function (el) {
       if (el.isConnected) el.replaceWith(document.createTextNode(" CODE "));
@@ -85,7 +102,10 @@ PROBE = """<script>(function () {
     var out = document.createElement("pre");
     out.id = "RESULT_ID";
     out.hidden = true;
-    out.textContent = JSON.stringify({problems: problems, height: height, text: document.body.innerText});
+    out.textContent = JSON.stringify({
+      problems: problems, height: height, text: document.body.innerText, tables: tables,
+      width: window.innerWidth, window_height: window.innerHeight, scroll_width: document.scrollingElement.scrollWidth
+    });
     document.body.appendChild(out);
   }, 300); });
 })();</script>""".replace("CODE", CODE).replace("RESULT_ID", RESULT_ID)
@@ -100,6 +120,7 @@ RAW_MARKUP = {
     "Markdown link": re.compile(r"\[[^\[\]\n]+\]\([^()\s]+\)"),
     "Markdown reference": re.compile(r"\[[^\[\]\n]+\]\[[^\[\]\n]*\]"),
     "Markdown code span": re.compile(r"`[^`\n]+`"),
+    "docutils system message": re.compile(r"System Message: (?:INFO|WARNING|ERROR|SEVERE)/\d"),
     "TeX math": re.compile(
         r"\$[^$\n]*[\\^_{}][^$\n]*\$|\\(?:frac|sum|mathbb|mathrm|sqrt|cdot|left|right|alpha|sigma)\b"
     ),
@@ -176,51 +197,81 @@ def serve(root: Path) -> Iterator[str]:
         server.server_close()
 
 
-def _browser(browser: str, profile: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    cmd = [
-        browser,
-        "--headless",
-        "--no-sandbox",  # as root (CI), Chromium refuses to start with its sandbox
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--hide-scrollbars",
-        "--force-device-scale-factor=1",
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=15000",
-        *args,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+@dataclasses.dataclass
+class Layout:
+    """A page as a reader sees it at one window size: what is wrong on it (:func:`check_page`'s problems),
+    the window (``width`` × ``height``), how wide the page is (``scroll_width``) and each table's box on the
+    first screen (``tables``: ``id``, ``head`` (the header cells' text), ``top``, ``bottom``, ``left``,
+    ``right`` in px from the window's top left, ``shown``), in the order of the page."""
+
+    problems: list[str]
+    width: int
+    height: int
+    scroll_width: int
+    tables: list[dict]
+
+    def table(self, id: str | None = None, head: str | None = None) -> dict | None:
+        """The first table with this ``id``, or whose first header cell reads ``head``; None if none does."""
+        for t in self.tables:
+            if (id is not None and t["id"] == id) or (head is not None and t["head"][:1] == [head]):
+                return t
+        return None
 
 
-def check_page(browser: str, url: str, shot: Path) -> list[str]:
-    """What is wrong on the page at ``url`` (served by :func:`serve`); its screenshot goes to ``shot``."""
-    with tempfile.TemporaryDirectory() as profile:
-        done = _browser(browser, Path(profile), f"--window-size={WIDTH},900", "--dump-dom", url + PROBE_QUERY)
-        found = re.search(rf'<pre id="{RESULT_ID}" hidden="">(.*?)</pre>', done.stdout, flags=re.S)
-        if done.returncode != 0 or not found:
-            return [f"the page did not load in Chromium (exit {done.returncode}): {done.stderr[-2000:]}"]
-        result = json.loads(html.unescape(found.group(1)))
-        height = max(600, min(int(result["height"]), MAX_SHOT_HEIGHT))
-        shot.parent.mkdir(parents=True, exist_ok=True)
-        _browser(browser, Path(profile), f"--window-size={WIDTH},{height}", f"--screenshot={shot}", url)
+def check_page(browser: Browser, url: str, shot: Path, width: int = WIDTH, height: int | None = None) -> Layout:
+    """What is wrong on the page at ``url`` (served by :func:`serve`), opened in ``browser`` in a window
+    ``width`` px wide (and ``height`` px high; 900 when not given), with where its tables lie. Its screenshot
+    goes to ``shot``: the whole page (up to ``MAX_SHOT_HEIGHT``), or with ``height`` the first screen alone."""
+    window = height or 900
+    try:
+        browser.open(url + PROBE_QUERY, width, window, settle=0)
+        text = browser.wait_for(f"(document.getElementById('{RESULT_ID}') || {{}}).textContent", timeout=30)
+        if not text:
+            return Layout(["the page did not finish loading in Chromium within 30 s"], width, window, 0, [])
+        result = json.loads(text)
+        browser.open(url, width, window)  # the page as it is, without the probe
+        if height is None:
+            browser.resize(width, max(600, min(int(result["height"]), MAX_SHOT_HEIGHT)))
+            time.sleep(0.3)
+        browser.screenshot(shot)
+    except BrowserError as exc:
+        return Layout([f"the page did not load in Chromium: {exc}"], width, window, 0, [])
     problems = list(dict.fromkeys(result["problems"]))
     if not shot.is_file():
         problems.append(f"no screenshot was written to {shot}")
-    return problems + raw_markup(result["text"])
+    problems += raw_markup(result["text"])
+    return Layout(
+        problems, int(result["width"]), int(result["window_height"]), int(result["scroll_width"]), result["tables"]
+    )
+
+
+def _browser_or_fail() -> str:
+    browser = chromium()
+    if browser is None:
+        raise RuntimeError("no Chromium found (install Debian's chromium, or set TRUSTCAL_CHROMIUM)")
+    return browser
+
+
+def shot_name(page: str, suffix: str = "") -> str:
+    """The screenshot's file name of ``page``: its path with / as _, then ``suffix``."""
+    return re.sub(r"[^\w.-]+", "_", page.removesuffix("index.html").strip("/") or "index") + suffix + ".png"
+
+
+def page_layout(root: Path, page: str, shots: Path, width: int, height: int | None = None) -> Layout:
+    """:func:`check_page` of ``page`` (a path relative to ``root``) at ``width`` (× ``height``); its screenshot
+    is ``shots/<page>_<width>[x<height>].png``."""
+    size = f"_{width}" + (f"x{height}" if height else "")
+    with serve(root) as base, Browser(_browser_or_fail()) as browser:
+        return check_page(browser, base + page, shots / shot_name(page, size), width, height)
 
 
 def check_pages(root: Path, pages: Iterable[str], shots: Path) -> dict[str, list[str]]:
     """Each page of ``pages`` (paths relative to ``root``) with what is wrong on it (an empty list: nothing);
-    screenshots as ``shots/<page path with / as _>.png``."""
-    browser = chromium()
-    if browser is None:
-        raise RuntimeError("no Chromium found (install Debian's chromium, or set TRUSTCAL_CHROMIUM)")
+    screenshots as ``shots/<page path with / as _>.png``. One browser opens them all, one after the other."""
     found = {}
-    with serve(root) as base:
+    with serve(root) as base, Browser(_browser_or_fail()) as browser:
         for page in pages:
-            name = re.sub(r"[^\w.-]+", "_", page.removesuffix("index.html").strip("/") or "index") + ".png"
-            found[page] = check_page(browser, base + page, shots / name)
+            found[page] = check_page(browser, base + page, shots / shot_name(page)).problems
     return found
 
 

@@ -1,9 +1,11 @@
 """The pages a reader opens, looked at in a real browser (headless Chromium, tests/helpers/pages.py): every
 page of the documentation site, the verdict's HTML and, after a tiny run, its reproduction.html and
 Snakemake's report. A page fails on markup left unrendered (a reST role, a Markdown emphasis marker, a
-link, TeX), a broken image, a console error, a resource that did not load, a table cut off at 1280 px and
-a contents list that names one entry twice. Screenshots are kept for review: under the test's temporary
-folder (the path is printed; `pytest -s` shows it), or in $TRUSTCAL_SCREENSHOTS when set.
+link, TeX, a docutils error message), a broken image, a console error, a resource that did not load, a table
+cut off at 1280 px, a page wider than its window and a contents list that names one entry twice. The report's
+landing page is also looked at on a wide screen (1,400 × 900) and on a phone (390 × 844), and each verdict's
+first screen (1,400 × 900) must show the table about its run. Screenshots are kept for review: under the
+test's temporary folder (the path is printed; `pytest -s` shows it), or in $TRUSTCAL_SCREENSHOTS when set.
 
 Chromium is Debian's `chromium` package: .ci/run installs it when it runs as root with apt (as it starts
 SLURM); elsewhere these tests are skipped with the reason.
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.pages import check_pages, chromium, report
+from helpers.pages import check_pages, chromium, page_layout, report
 from helpers.workflow import REPO, snakemake
 
 needs_chromium = pytest.mark.skipif(
@@ -60,6 +62,12 @@ BAD_PAGES = {
         '<li><a href="#b">Settings</a></li></ul></nav><h2 id="a">Settings</h2><h2 id="b">Settings</h2>',
         "the page's contents list",
     ),
+    "docutils.html": (
+        '<div class="system-message"><p class="system-message-title">System Message: WARNING/2 '
+        "(<tt>&lt;string&gt;</tt>, line 35)</p><p>Definition list ends without a blank line.</p></div>",
+        "docutils system message",
+    ),
+    "wide.html": ('<div style="width:3000px">a line wider than any window</div>', "the page is"),
     "doctest.html": ("<blockquote><blockquote><p>import numpy</p></blockquote></blockquote>", "quotes within quotes"),
     "table.html": (
         '<div style="width:300px;overflow-x:auto"><table><tr>'
@@ -128,25 +136,54 @@ def test_every_page_of_the_documentation_site(tmp_path):
 def test_the_verdict_page_of_an_assessment(tmp_path):
     """The paper's claims judged on one model's predictions (as `trustcal assess --paper-claims mnist` judges
     them), written as the workflow writes reproduction.html."""
-    from dataclasses import asdict
-
     import trustcal
     from trustcal.assessment.output import paper_runs
     from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.verdict import write_verdict
+    from trustcal.reporting.verdict import VerdictSettings, write_verdict
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 10, 600)
     logits = rng.normal(size=(600, 10)) + 4 * np.eye(10)[labels]
     result = trustcal.assess(logits, labels, kind="logits", validation=(logits[:300], labels[:300]), bootstrap=20)
-    trust = asdict(TrustParams())
-    settings = {"epochs": 1, "clusters": 10, "trust": trust, "calibration": {"fit_on": "validation"}, "bootstrap": {}}
+    settings = VerdictSettings(trust=TrustParams(), epochs=1, fit_on="validation")
     out = tmp_path / "verdict"
     write_verdict(
         paper_runs(result.assessment, "mnist"), settings, out / "v.md", out / "v.csv", out / "reproduction.html"
     )
     shots = screenshots(tmp_path, "verdict")
     assert_clean(check_pages(out, ["reproduction.html"], shots), shots)
+
+
+@needs_chromium
+def test_the_verdict_page_of_a_run_without_the_papers_datasets(tmp_path):
+    """A verdict on a run of none of the paper's datasets (one model's predictions as an SVHN run) opens with the
+    general claims judged on it: on a 1,400 × 900 screen, that table is the page's first and starts on it."""
+    import trustcal
+    from trustcal.assessment.output import paper_runs
+    from trustcal.measures.trust import TrustParams
+    from trustcal.reporting.verdict import VerdictSettings, write_verdict
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 10, 600)
+    logits = rng.normal(size=(600, 10)) + 4 * np.eye(10)[labels]
+    result = trustcal.assess(logits, labels, kind="logits", validation=(logits[:300], labels[:300]), bootstrap=20)
+    settings = VerdictSettings(trust=TrustParams(), epochs=1, fit_on="validation")
+    out = tmp_path / "verdict"
+    runs = paper_runs(result.assessment, "svhn")
+    write_verdict(runs, settings, out / "v.md", out / "v.csv", out / "reproduction.html", general=True)
+    shots = screenshots(tmp_path, "verdict of a run of its own")
+    assert_first_table(
+        page_layout(out, "reproduction.html", shots, 1400, 900), ["Claim", "Reproduced when", "SVHN (CNN)"]
+    )
+
+
+def assert_first_table(layout, head: list[str]) -> None:
+    """The page is clean, as wide as its window, and its first table has ``head`` and starts on the first screen."""
+    assert not layout.problems, layout.problems
+    assert layout.scroll_width <= layout.width
+    first = layout.tables[0]
+    assert first["head"][: len(head)] == head and first["shown"], layout.tables
+    assert 0 < first["top"] < layout.height, f"the table starts {first['top']:.0f} px down a {layout.height} px screen"
 
 
 # ----- the reports of a finished tiny run
@@ -160,3 +197,16 @@ def test_the_reports_of_a_tiny_run(copy_of, tmp_path):
     pages = ["report.html", "results/reproduction.html"]
     shots = screenshots(tmp_path, "tiny run")
     assert_clean(check_pages(copy_of, pages, shots), shots)
+    # the verdict's first screen: the paper's statements judged on this run
+    verdict = page_layout(copy_of, "results/reproduction.html", shots, 1400, 900)
+    assert_first_table(verdict, ["Claim", "Paper", "Measured (mean ± sd, n)"])
+    # the landing page on a wide screen and on a phone: the run at a glance from the top, nothing sideways
+    for width, height in ((1400, 900), (390, 844)):
+        landing = page_layout(copy_of, "report.html", shots, width, height)
+        assert not landing.problems and landing.scroll_width <= width, (width, landing.problems)
+        runs = landing.table(id="trustcal-runs")
+        assert runs and runs["shown"] and runs["head"] == ["Run", "Dataset", "Network", "Recipe", "Epochs", "Seeds"]
+        assert 0 <= runs["left"] and runs["right"] <= width, (width, runs)  # no column beyond the window
+        assert runs["top"] < height - 80, (width, runs)  # its head and first run on the first screen
+        if width > 1000:  # the text starts at the top, beside the menu, not centred below blank space
+            assert runs["top"] < 250 and runs["bottom"] < height, runs

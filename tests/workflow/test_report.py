@@ -3,6 +3,7 @@
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 
 import pandas as pd
 import pytest
@@ -51,6 +52,24 @@ def test_html_report_builds_and_holds_every_figure_and_the_verdict(finished):
         assert category in html, category
     # the calibration caption, rendered with the run's config (calibration: fit_on: validation)
     assert "fitted on the validation set (" in re.sub(r"(\\n|\s)+", " ", html)
+    # the landing page: the run at a glance (results/summary.html, written by the verdict job), then the rest
+    assert landing_rows(html) == TINY_RUNS
+    assert f"The paper's {len(CLAIMS)} statements:</b>" in html and "System Message" not in html
+
+
+PAPER_RECIPE = "Adam, rate 0.001, batch 32 (the paper's)"
+TINY_RUNS = [  # the landing page's "What ran" of tests/tiny.yaml
+    ["mnist", "MNIST", "MLP", PAPER_RECIPE, "3 (the paper: 100)", "0"],
+    ["cifar10", "CIFAR-10", "CNN", PAPER_RECIPE, "3 (the paper: 100)", "0"],
+]
+
+
+def landing_rows(report: str) -> list[list[str]]:
+    """The cells of the "What ran" table of a report's landing page (report.html: the page's text is a JSON
+    string in it), or of the rendered landing page itself."""
+    text = report.replace('\\"', '"').replace("\\n", "\n")
+    body = text.split('id="trustcal-runs"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
 
 
 def report_in(env_python, workdir, name: str):
@@ -68,45 +87,93 @@ def test_the_report_builds_in_a_fresh_workflow_environment(finished, tmp_path):
     done = report_in(python, finished, "fresh_report.html")
     assert done.returncode == 0, done.stdout + done.stderr
     html = re.sub(r"(\\n|\s)+", " ", (finished / "fresh_report.html").read_text(errors="replace"))
-    assert (
-        "This run trained the paper's MLP on MNIST (1 seed: 0); and its small CNN on CIFAR-10 (1 seed: 0) for 3 epochs"
-        in html
-    )
+    assert landing_rows(html) == TINY_RUNS
     # the same environment without pygments: what the extra gave before it named pygments
     python = extra_env(tmp_path / "without-pygments", {"workflow"}, without={"pygments"})
     done = report_in(python, finished, "no_report.html")
     assert done.returncode != 0 and "pygments must be installed" in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("datasets", [["mnist"], ["mnist", "cifar10"], ["mnist", "svhn", "c10_resnet"], ["svhn"]])
-def test_the_report_landing_page_describes_the_run(datasets):
-    """workflow/report/workflow.rst, rendered as Snakemake renders it (Jinja2, then docutils), from a config."""
+@dataclass(frozen=True, order=True)
+class Category:  # a category of Snakemake's report, as its landing page's template sees one
+    name: str
+
+
+def render_landing(config: dict, categories=()) -> str:
+    """workflow/report/workflow.rst rendered as Snakemake renders it (Jinja2, then docutils) for ``config``, with
+    the links Snakemake adds to the text (each category and result by name) and the ``categories`` named."""
     from docutils.core import publish_parts
     from jinja2 import Environment
 
     class Snakemake:
-        config = {
-            "datasets": datasets,
-            "seeds": {"mnist": [0, 1, 2]} if datasets == ["mnist"] else [0],
-            "epochs": 3,
-            "calibration": {"methods": ["isotonic"], "fit_on": "validation"},
-            "external": {},
-            "setups": {"c10_resnet": {"dataset": "cifar10", "network": "resnet20"}},
-        }
+        pass
 
-    source = (REPO / "workflow" / "report" / "workflow.rst").read_text()
-    text = Environment(trim_blocks=True, lstrip_blocks=True).from_string(source).render(snakemake=Snakemake)
-    page = re.sub(r"\s+", " ", publish_parts(text, writer_name="html")["html_body"])
-    assert "for 3 epochs" in page and "(temperature, isotonic)" in page
-    assert "MLP on MNIST (3 seeds: 0, 1, 2)" in page if datasets == ["mnist"] else "(1 seed: 0)" in page
-    assert ("CIFAR-10" in page) == ("cifar10" in datasets)
-    if "svhn" in datasets:  # runs beyond the paper's two: named, with their setup
-        assert "the run svhn: the default network on svhn (1 seed: 0)" in page
-    if "c10_resnet" in datasets:
-        assert "the run c10_resnet: resnet20 on cifar10 (1 seed: 0)" in page
-    # the verdict's first screen: the paper's claims where the run trained a dataset of the paper, else its own
-    paper_first = "each claim of the paper's §7" in page
+    Snakemake.config = config
+    cats = {Category(name): {} for name in ["0 Reproduction verdict", *categories]}
+    links = "".join(f"\n.. _{c.name}: javascript:app.showCategory('{c.name}')" for c in cats)
+    links += "".join(f"\n.. _{f}: javascript:app.showResultInfo('results/{f}')" for f in ("reproduction.html",))
+    source = (REPO / "workflow" / "report" / "workflow.rst").read_text() + "\n" + links + "\n"
+    env = Environment(trim_blocks=True, lstrip_blocks=True)
+    text = env.from_string(source).render(snakemake=Snakemake, categories=cats, files=[])
+    return publish_parts(text, writer="html")["html_body"]
+
+
+@pytest.mark.parametrize("datasets", [["mnist"], ["mnist", "cifar10"], ["mnist", "svhn", "c10_resnet"], ["svhn"]])
+def test_the_report_landing_page_describes_the_run(datasets, tmp_path, monkeypatch):
+    """workflow/report/workflow.rst, rendered as Snakemake renders it, from a config and the summary the verdict
+    job writes for it (results/summary.html: what ran, the verdict's counts, the warnings' digest)."""
+    from trustcal.registry import setup_params
+    from trustcal.reporting.verdict.summary import write_summary
+
+    seeds = {"mnist": [0, 1, 2]} if datasets == ["mnist"] else [0]
+    config = {
+        "datasets": datasets,
+        "seeds": seeds,
+        "epochs": 3,
+        "calibration": {"methods": ["isotonic"], "fit_on": "validation"},
+        "external": {},
+        "setups": {"c10_resnet": {"dataset": "cifar10", "network": "resnet20"}},
+    }
+    runs = {ds: dict.fromkeys(seeds[ds] if isinstance(seeds, dict) else seeds) for ds in datasets}
+    table = pd.DataFrame(
+        [dict(scope="paper", claim_id=f"c{i}", dataset="mnist", verdict="reproduced") for i in range(3)]
+        + [dict(scope="general", claim_id="g", dataset=ds, verdict="inconclusive") for ds in datasets]
+    )
+    warnings = ["temperature: T at a bound <t_max> in 1 of 3 epochs (3) of svhn seed 0: T = 100"]
+    monkeypatch.chdir(tmp_path)  # the page includes results/summary.html, relative to the working directory
+    write_summary(
+        tmp_path / "results" / "summary.html",
+        table,
+        runs,
+        {ds: setup_params(config, ds) for ds in datasets},
+        3,
+        warnings,
+    )
+    page = re.sub(r"\s+", " ", render_landing(config, categories=["MNIST (MLP)"]))
+    assert "System Message" not in page, page  # every directive and link rendered
+    assert "fitted on the validation set" in page and "(temperature, isotonic)" in page
+    # what ran: one row per run, with its dataset, network, recipe, epochs and seeds
+    cells = landing_rows(page)
+    paper = PAPER_RECIPE
+    expected = {
+        "mnist": ["mnist", "MNIST", "MLP", paper, "3 (the paper: 100)", "0, 1, 2" if datasets == ["mnist"] else "0"],
+        "svhn": ["svhn", "SVHN", "CNN", paper, "3", "0"],
+        "c10_resnet": ["c10_resnet", "CIFAR-10", "ResNet-20", paper, "3", "0"],
+        "cifar10": ["cifar10", "CIFAR-10", "CNN", paper, "3 (the paper: 100)", "0"],
+    }
+    assert cells == [expected[ds] for ds in datasets]
+    # the verdict's counts, the warnings' digest (as text: no markup of its own), then where to read on
+    assert "The general claims</b> (1 claim on each of" in page and "inconclusive</span>" in page
+    assert "T at a bound &lt;t_max&gt; in 1 of 3 epochs" in page
+    assert page.index("What ran") < page.index("Verdict") < page.index("Warnings (1)") < page.index("Read on")
+    assert "MNIST (MLP)</a>" in page  # the figures: each run's category of the report, a link
+    # the verdict's first table: the paper's claims where the run trained a dataset of the paper, else its own
+    paper_first = "its first table is the paper's statements judged on this run" in page
     assert paper_first == (datasets != ["svhn"]) and ("judged on this run's own numbers" in page) != paper_first
+    if datasets == ["svhn"]:
+        assert "The paper's 3 statements</b> (about its networks on its datasets): not judged" in page
+    else:
+        assert "3 reproduced</span>" in page
 
 
 @slow

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers.pages import chromium, page_layout
 from helpers.workflow import TINY_CONFIG, snakemake
 
 from trustcal.registry import DATASETS
@@ -110,3 +111,28 @@ def test_the_general_claims_are_judged_on_every_run(finished):
     text = (work / "results" / "reproduction.md").read_text()
     assert "Does it hold beyond the paper?" in text
     assert "CIFAR-100 (CNN)" in text and "Fashion-MNIST (MLP)" in text and "My arrays (Net)" in text
+
+
+@pytest.mark.skipif(
+    chromium() is None, reason="no Chromium on this machine (apt-get install chromium, or set TRUSTCAL_CHROMIUM)"
+)
+def test_the_pages_of_runs_beyond_the_paper(finished, tmp_path):
+    """Runs without the paper's datasets, in a browser (tests/helpers/pages.py): the verdict opens with the table
+    of the general claims judged on them, on the first screen of a 1,400 × 900 window; the report's landing page
+    lists every run in "What ran", from the top on a wide screen and without a sideways scroll on a phone."""
+    work, _, _ = finished
+    shots = Path(os.environ.get("TRUSTCAL_SCREENSHOTS") or tmp_path / "screenshots") / "setups"
+    print(f"\nscreenshots: {shots}")
+    verdict = page_layout(work, "results/reproduction.html", shots, 1400, 900)
+    assert not verdict.problems and verdict.scroll_width <= 1400, verdict.problems
+    first = verdict.tables[0]
+    assert first["head"][:2] == ["Claim", "Reproduced when"] and 0 < first["top"] < 900, verdict.tables[:1]
+    assert {"CIFAR-100 (CNN)", "Fashion-MNIST (MLP)", "My arrays (Net)"} <= set(first["head"])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(work / "nets"), os.environ.get("PYTHONPATH", "")])}
+    snakemake(work, "--report", "report.html", env=env)
+    for width, height in ((1400, 900), (390, 844)):
+        landing = page_layout(work, "report.html", shots, width, height)
+        assert not landing.problems and landing.scroll_width <= width, (width, landing.problems)
+        runs = landing.table(id="trustcal-runs")
+        assert runs and runs["shown"] and 0 <= runs["left"] and runs["right"] <= width, (width, runs)
+        assert runs["top"] < height - 80, (width, runs)

@@ -18,6 +18,7 @@ import jsonschema
 import yaml
 
 from trustcal.config_schema import SCHEMA_PATH, Validator, coerce, fill_defaults, load_schema  # noqa: F401 (re-exported)
+from trustcal.data import tabular
 from trustcal.errors import TrustcalError, yaml_problem
 from trustcal.registry import (
     DATASETS,
@@ -362,6 +363,8 @@ def _setup_problems(config: dict, config_name: str, sources: ConfigSources | Non
                 f"{where}: setups: {name}: dataset path {path} does not exist (a relative path is read from the "
                 f"working directory, {Path.cwd()}); fix the path or give an absolute one"
             )
+        elif problem := tabular.setup_problem(setup):  # a table: an MLP, no image augmentation or normalisation
+            problems.append(f"{where}: setups: {name}: {problem}")
     return problems
 
 
@@ -518,11 +521,13 @@ def _shift_problems(config: dict, config_name: str, sources: ConfigSources | Non
             problems.append(line)
 
     setups = run_setups(config)
+    tables = tabular.shift_problems(shift, setups)  # a run on a table: no corruption, no out-of-distribution set
     found = (corruption_problem(shift.get("corruptions", []), s.dataset.shape, n) for n, s in setups.items())
-    add("corruptions", next((p for p in found if p), None))  # one line: the first run it fails
+    add("corruptions", tables.get("corruptions") or next((p for p in found if p), None))  # one line: the first run
     own = {s.dataset.name for s in setups.values()}
     for entry in shift.get("ood", []):
         add("ood", ood_problem(entry, own))
+    add("ood", tables.get("ood"))
     add("epochs", epochs_problem(shift.get("epochs", []), config["epochs"]))
     if shift.get("official") and not any(problems):
         add("official", official_problem(shift, setups))

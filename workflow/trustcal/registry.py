@@ -169,11 +169,13 @@ class NetworkSpec:
         name: Its key.
         title: How figures and reports name it.
         factory: The import path of its ``nn.Module`` class (``module:Class``), built as
-            ``Class(in_shape=(C, H, W), num_classes=K, **kwargs)``.
+            ``Class(in_shape=(C, H, W), num_classes=K, **kwargs)`` (``in_shape=(F,)`` for a user's table).
         minutes_per_epoch: CPU minutes an epoch of 45,000 images takes (the train rule's runtime request,
             scaled by the training set's size; measured by benchmarks/bench_training.py --networks, with a
             margin: an upper bound of an epoch's wall time on an idle node with 1 or 2 threads).
         paper: One of the paper's two networks (trained by the multi-seed engine, Adam as Keras has it).
+        tables: It reads a user's table (N, F) as well as images (an MLP: ``in_shape=(F,)``); the others are
+            convolutional (trustcal.data.tabular refuses them on a table).
     """
 
     name: str
@@ -181,6 +183,7 @@ class NetworkSpec:
     factory: str
     minutes_per_epoch: float
     paper: bool = False
+    tables: bool = False
 
 
 NETWORKS: dict[str, NetworkSpec] = {
@@ -189,7 +192,7 @@ NETWORKS: dict[str, NetworkSpec] = {
         # minutes_per_epoch: the slowest epoch of each network on one thread (benchmarks/bench_training.py
         # --networks, benchmarks/README.md "Seconds per epoch of every network", 2026-11-25: 2.1 s, 18 s, 5.9 s,
         # 126 s, 781 s), doubled and rounded up
-        NetworkSpec("paper_mlp", "MLP", "trustcal.training.models:MNISTMLP", 0.1, paper=True),
+        NetworkSpec("paper_mlp", "MLP", "trustcal.training.models:MNISTMLP", 0.1, paper=True, tables=True),
         NetworkSpec("paper_cnn", "CNN", "trustcal.training.models:CIFARCNN", 1.0, paper=True),
         NetworkSpec("lenet5", "LeNet-5", "trustcal.training.networks:LeNet5", 0.25),
         NetworkSpec("resnet20", "ResNet-20", "trustcal.training.networks:ResNet20", 5.0),

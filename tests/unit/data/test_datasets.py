@@ -625,7 +625,8 @@ def write_arrays(path, **changes):
         ({"y_train": -np.ones(12, int)}, ["y_train holds label -1 (12 images), below 0", "number the classes"]),
         ({"y_test": None}, ["no array y_test", "numpy.savez"]),
         ({"x_test": np.zeros((6, 3, 6, 6), np.uint8)}, ["x_train's images are (3, 5, 5)", "(3, 6, 6)"]),
-        ({"x_train": np.zeros((12, 48), np.uint8)}, ["x_train", "shape (12, 48)", "(N, C, H, W)"]),
+        # two axes are a table (trustcal.data.tabular), which x_test's images are not
+        ({"x_train": np.zeros((12, 48), np.uint8)}, ["x_test", "x_train's (12, 48) is a table", "(N, C, H, W)"]),
         ({"x_train": np.full((12, 3, 5, 5), 1.5)}, ["x_train", "outside [0, 1]"]),
         ({"y_train": np.linspace(0, 2, 12)}, ["y_train", "float64", "integers 0..K−1"]),
         ({"y_train": np.eye(3)[np.arange(12) % 3]}, ["y_train", "one-hot", "numpy.argmax"]),

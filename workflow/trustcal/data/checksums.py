@@ -35,7 +35,8 @@ class DatasetUnavailable(TrustcalError):
 
 
 class RawDataset(NamedTuple):
-    """A dataset as read from its files: uint8 NCHW images, int64 labels, the class names in label order."""
+    """A dataset as read from its files: uint8 NCHW images (a user's table: float64 (N, F) features), int64
+    labels, the class names in label order."""
 
     x_train: np.ndarray
     y_train: np.ndarray

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from trustcal import registry
+from trustcal.data import tabular
 from trustcal.errors import TrustcalError
 from trustcal.files import read_result_npz, write_npz
 from trustcal.registry import DatasetSpec
@@ -55,7 +56,9 @@ def prepare(
 
     A user's dataset (``imagefolder``, ``npz``) also stores its class names, ``classes`` (a unicode array
     in label order: :func:`prepared_classes`), which the registry cannot know; a registered dataset's
-    file holds the six arrays alone (its class names are the registry's).
+    file holds the six arrays alone (its class names are the registry's). Images are stored as uint8; a
+    user's table as float32 features standardised by the training split's statistics, which are stored
+    too (:func:`trustcal.data.tabular.standardise_splits`).
     """
     from trustcal.data.staging import as_dataset_spec, load_dataset  # torchvision: not for prepared_classes' readers
 
@@ -71,6 +74,8 @@ def prepare(
         x_test=raw.x_test,
         y_test=raw.y_test,
     )
+    if raw.x_train.ndim == 2:  # a user's table: standardised once, by the training split's mean and scale
+        arrays = tabular.standardise_splits(spec, arrays)
     extra = {"classes": np.array(raw.classes, dtype=np.str_)} if spec.kind in registry.USER_KINDS else {}
     write_npz(out, **arrays, **extra)
     sizes = {k: len(v) for k, v in arrays.items() if k.startswith("x_")}

@@ -1,5 +1,6 @@
 """A user's dataset, read as it is: an image folder (``<path>/train/<class>/*`` and ``<path>/test/<class>/*``)
-or one ``.npz`` of ``x_train``, ``y_train``, ``x_test``, ``y_test`` (and ``classes``)."""
+or one ``.npz`` of ``x_train``, ``y_train``, ``x_test``, ``y_test`` (and ``classes``): images, or a table of
+features (:mod:`trustcal.data.tabular`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from trustcal import registry
+from trustcal.data import tabular
 from trustcal.data.checksums import DatasetUnavailable, RawDataset
 from trustcal.registry import DatasetSpec
 
@@ -38,8 +40,8 @@ def instructions(spec: DatasetSpec) -> str:
         )
     return (
         f"Save {spec.name}'s arrays in {spec.path} with numpy.savez(path, x_train=…, y_train=…, x_test=…, y_test=…), "
-        "optionally classes=[names…]: images as uint8 (or floats in [0, 1]) in NCHW, NHWC or NHW layout, labels as "
-        "integers 0..K−1. The file is read as it is and never changed."
+        "optionally classes=[names…]: images as uint8 (or floats in [0, 1]) in NCHW, NHWC or NHW layout, or a "
+        "table as finite numbers (N, F), labels as integers 0..K−1. The file is read as it is and never changed."
     )
 
 
@@ -410,17 +412,22 @@ def _npz_classes(spec: DatasetSpec, data) -> tuple[str, ...]:
 
 
 def load_npz(spec: DatasetSpec) -> RawDataset:
-    """A user's ``.npz``: images as :func:`_npz_images` converts them, labels as :func:`_npz_num_classes`
-    checks them (docs/usage.md, "A dataset of your own")."""
+    """A user's ``.npz``: images as :func:`_npz_images` converts them, or a table (``x_train`` of two axes, N
+    samples × F features) as :func:`trustcal.data.tabular.read_features` reads it; labels as
+    :func:`_npz_num_classes` checks them (docs/usage.md, "A dataset of your own")."""
     with _open_npz(spec) as data:
-        x_train = _npz_images(spec, _npz_array(spec, data, "x_train"), "x_train")
-        x_test = _npz_images(spec, _npz_array(spec, data, "x_test"), "x_test")
+        x_train = _npz_array(spec, data, "x_train")
+        if x_train.ndim <= 2:  # a table (N, F); one axis: refused with the reshape that makes one
+            x_train, x_test = tabular.read_features(spec, x_train, _npz_array(spec, data, "x_test"))
+        else:
+            x_train = _npz_images(spec, x_train, "x_train")
+            x_test = _npz_images(spec, _npz_array(spec, data, "x_test"), "x_test")
         y_train = _npz_labels(spec, _npz_array(spec, data, "y_train"), "y_train", len(x_train))
         y_test = _npz_labels(spec, _npz_array(spec, data, "y_test"), "y_test", len(x_test))
         classes = _npz_classes(spec, data)
         named_by = "its classes array" if "classes" in data.files else "classes: in the configuration"
     path = Path(spec.path)
-    if x_train.shape[1:] != x_test.shape[1:]:
+    if x_train.ndim == 4 and x_train.shape[1:] != x_test.shape[1:]:
         raise DatasetUnavailable(
             f"{spec.name}: {path}: x_train's images are {x_train.shape[1:]} (C, H, W), x_test's {x_test.shape[1:]}. "
             "Fix: save both at the same size and channels."

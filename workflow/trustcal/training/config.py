@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from trustcal import registry
+from trustcal.data import tabular
 from trustcal.errors import TrustcalError
 from trustcal.training.engine import STACKED
 from trustcal.training.networks import build_network, network_class
@@ -144,14 +145,22 @@ def setup_config(
 
 
 def complete_config(cfg: TrainConfig, data: dict[str, np.ndarray]) -> TrainConfig:
-    """``cfg`` with its image shape and number of classes from the data where it does not give them (the
-    registered dataset's classes first, else the largest label + 1), checked against the data."""
+    """``cfg`` with its input shape and number of classes from the data where it does not give them (the
+    registered dataset's classes first, else the largest label + 1), checked against the data. The input
+    shape is (C, H, W) of images, (F,) of a user's table, which an image network or recipe cannot train
+    (:func:`trustcal.data.tabular.training_problem`)."""
     x = data["x_train"]
-    if x.ndim != 4:
+    if x.ndim not in (2, 4):
         raise TrustcalError(
-            f"{cfg.dataset}: training images of shape {x.shape}, not (N, C, H, W); rerun rule 'prepare'",
+            f"{cfg.dataset}: training data of shape {x.shape}, neither images (N, C, H, W) nor a table (N, F); "
+            "rerun rule 'prepare'",
             rerun="prepare",
         )
+    where = f"{cfg.dataset}: the prepared x_train of shape {x.shape}"
+    if x.ndim == 2 and (
+        problem := tabular.training_problem(cfg.network, cfg.augment, cfg.normalise, cfg.dataset, where)
+    ):
+        raise TrustcalError(problem)
     shape = tuple(int(s) for s in x.shape[1:])
     if cfg.in_shape is not None and cfg.in_shape != shape:
         raise TrustcalError(f"{cfg.dataset}: in_shape {cfg.in_shape} given, but the training images are {shape}")

@@ -437,15 +437,24 @@ def stacked_model(network: str | nn.Module, states: Sequence[dict], device: torc
     return stacked(template, StackedParameters(template, states, device))
 
 
+def network_input(x: torch.Tensor) -> torch.Tensor:
+    """A batch as ``splits.npz`` stores it, made the network's input: a new float32 tensor, uint8 images scaled
+    to [0, 1] (``x.float().div_(255)``, as every engine always did: the same bits), a user's table (float32
+    features, standardised when prepared: trustcal.data.tabular) as it is."""
+    if x.dtype == torch.uint8:
+        return x.float().div_(255)
+    return x.to(dtype=torch.float32, copy=True)
+
+
 @torch.no_grad()
 def stacked_logits(model: StackedMLP | StackedCNN, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
-    """Logits (S, N, classes) of uint8 images x (N, …), scaled by 1/255 as in training, for every seed, in
+    """Logits (S, N, classes) of stored x (N, …: :func:`network_input`), as in training, for every seed, in
     batches of ``batch_size`` (256 keep the CNN's activations in a CPU's cache: ~1.7× the throughput of 1000).
     """
     seeds, device = model.params.seeds, model.params.flat.device
     out = []
     for i in range(0, len(x), batch_size):
-        xb = x[i : i + batch_size].to(device).float().div_(255)
+        xb = network_input(x[i : i + batch_size].to(device))
         out.append(model(xb.unsqueeze(0).expand(seeds, *xb.shape)))
     return torch.cat(out, dim=1)
 

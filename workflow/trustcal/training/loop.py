@@ -56,7 +56,13 @@ from trustcal.training.config import (
     resolve_device,
     template,
 )
-from trustcal.training.engine import StackedTrainer, flushed_denormals, stacked_logits, stacked_model
+from trustcal.training.engine import (
+    StackedTrainer,
+    flushed_denormals,
+    network_input,
+    stacked_logits,
+    stacked_model,
+)
 from trustcal.training.history import HISTORY_COLUMNS
 from trustcal.training.plain import memory_format, non_finite_loss, plain_logits, plain_model, train_plain
 
@@ -79,9 +85,9 @@ def train_epoch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One epoch (or its first ``max_steps`` steps) for every seed: (mean batch loss, accuracy) per seed.
 
-    Each seed's generator draws its permutation; the uint8 data are put in
-    that order once per epoch, so a batch is a slice, not a gather. Nothing
-    leaves the device until the epoch ends.
+    Each seed's generator draws its permutation; the stored data (uint8 images, or a table's float32
+    features: :func:`~.engine.network_input`) are put in that order once per epoch, so a batch is a slice,
+    not a gather. Nothing leaves the device until the epoch ends.
     """
     n, s = len(x), len(shuffles)
     xs, ys = epoch_order(x, y, shuffles)
@@ -92,7 +98,7 @@ def train_epoch(
         if max_steps is not None and steps == max_steps:
             break
         yb = ys[:, i : i + batch_size]
-        loss, logits = trainer.step(xs[:, i : i + batch_size].float().div_(255), yb)
+        loss, logits = trainer.step(network_input(xs[:, i : i + batch_size]), yb)
         loss_sum += loss
         correct += (logits.argmax(2) == yb).sum(1)
         steps += 1

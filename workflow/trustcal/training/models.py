@@ -14,6 +14,7 @@ order and shapes), so the paper's runs and checkpoints are unchanged.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from torch import nn
 
@@ -23,10 +24,23 @@ INITS = ("glorot", "torch")
 
 
 class MNISTMLP(nn.Sequential):
-    """Flatten → Linear(C·H·W, 128) → ReLU → Linear(128, K); the paper's: 1×28×28, 10 classes."""
+    """Flatten → Linear(C·H·W, 128) → ReLU → Linear(128, K); the paper's: 1×28×28, 10 classes.
 
-    def __init__(self, in_shape: tuple[int, int, int] = (1, 28, 28), num_classes: int = 10) -> None:
-        super().__init__(nn.Flatten(), nn.Linear(math.prod(in_shape), 128), nn.ReLU(), nn.Linear(128, num_classes))
+    ``in_shape`` is (C, H, W) of images or (F,) of a user's table (trustcal.data.tabular). ``hidden``: the
+    widths of the hidden layers, each followed by a ReLU (``network_kwargs: {hidden: [256, 64]}``); one of 128
+    by default, the paper's modules exactly.
+    """
+
+    def __init__(
+        self, in_shape: Sequence[int] = (1, 28, 28), num_classes: int = 10, hidden: int | Sequence[int] = 128
+    ) -> None:
+        widths = list(hidden) if isinstance(hidden, (list, tuple)) else [hidden]
+        if not widths or not all(type(w) is int and w > 0 for w in widths):
+            raise ValueError(f"hidden {hidden!r}: a positive width, or a list of them (one per hidden layer)")
+        layers: list[nn.Module] = [nn.Flatten()]
+        for fan_in, width in zip([math.prod(in_shape), *widths], widths):
+            layers += [nn.Linear(fan_in, width), nn.ReLU()]
+        super().__init__(*layers, nn.Linear(widths[-1], num_classes))
 
 
 def _valid_conv_pool_side(side: int) -> int:

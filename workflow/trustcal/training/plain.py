@@ -28,7 +28,7 @@ from trustcal.training.checkpoints import (
     save_epoch,
 )
 from trustcal.training.config import TrainConfig, template
-from trustcal.training.engine import flushed_denormals
+from trustcal.training.engine import flushed_denormals, network_input
 from trustcal.training.history import HISTORY_COLUMNS
 from trustcal.training.networks import channel_statistics, standardised
 
@@ -140,15 +140,16 @@ def augment_batch(x: torch.Tensor, draws: dict[str, torch.Tensor]) -> torch.Tens
 def plain_logits(
     model: nn.Module, x: torch.Tensor, batch_size: int = 256, memory_format=torch.contiguous_format
 ) -> torch.Tensor:
-    """Logits (N, classes) of uint8 images x (N, C, H, W), scaled by 1/255 as in training, in evaluation mode
-    (BatchNorm's running statistics, no dropout); the model's mode is restored after."""
+    """Logits (N, classes) of stored x (uint8 images (N, C, H, W) or a table (N, F): :func:`~.engine.network_input`),
+    as in training, in evaluation mode (BatchNorm's running statistics, no dropout); the model's mode is restored
+    after."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     try:
         out = []
         for i in range(0, len(x), batch_size):
-            xb = x[i : i + batch_size].to(device).float().div_(255).contiguous(memory_format=memory_format)
+            xb = network_input(x[i : i + batch_size].to(device)).contiguous(memory_format=memory_format)
             out.append(model(xb))
         return torch.cat(out)
     finally:
@@ -243,9 +244,11 @@ def plain_model(cfg: TrainConfig, x_train: np.ndarray | None = None) -> torch.nn
 
 
 def memory_format(cfg: TrainConfig) -> torch.memory_format:
-    """Channels-last for the registered networks (all run in it; faster), the network's own layout for a
-    user's or torchvision's (a ``view`` of a channels-last activation can fail in code not written for it)."""
-    return torch.channels_last if cfg.network in registry.NETWORKS else torch.contiguous_format
+    """Channels-last for the registered networks on images (all run in it; faster), the network's own layout for
+    a user's or torchvision's (a ``view`` of a channels-last activation can fail in code not written for it) and
+    for a table (rows have no channels)."""
+    images = cfg.in_shape is None or len(cfg.in_shape) == 3
+    return torch.channels_last if cfg.network in registry.NETWORKS and images else torch.contiguous_format
 
 
 def stream_seed(seed: int, stream: int, *more: int) -> int:
@@ -282,7 +285,7 @@ def train_plain_epoch(
     for i in range(0, n, batch_size):
         if max_steps is not None and steps == max_steps:
             break
-        xb, yb = xs[i : i + batch_size].float().div_(255), ys[i : i + batch_size]
+        xb, yb = network_input(xs[i : i + batch_size]), ys[i : i + batch_size]
         if draws:
             xb = augment_batch(xb, {k: v[i : i + batch_size] for k, v in draws.items()})
         loss, logits = trainer.step(xb, yb)
