@@ -13,7 +13,9 @@ smooth reliability diagram with its band, on one set of grids spread for the
 test set and all resamples in one blocked product), the calibration/refinement split (five cross-fitted temperature fits by
 Newton's method), the selective-prediction table (four scores, paired
 intervals; the three opinion scores share one product of the counts) and
-Kuiper's test. The trust sweep (6 epochs of a run, not every one) is left out. The states are the raw model
+Kuiper's test; and, apart from the total, one shifted set's row (:func:`trustcal.reporting.shift.shift_row`:
+the four scores, the network opinion and the smooth ECE with their intervals, what the ``shift_scores`` job
+computes per epoch, severity and state). The trust sweep (6 epochs of a run, not every one) is left out. The states are the raw model
 and temperature scaling. By default random logits of a half-right model stand in for a model's (T = 1.7);
 ``--logits`` takes a run's logits file instead (T fitted on its validation split). The cost depends on the
 model: an accurate, well-calibrated model has a small smooth-ECE bandwidth, whose finer grids cost more
@@ -51,7 +53,6 @@ from trustcal.calibration.temperature import newton_temperature  # noqa: E402
 from trustcal.evaluation import (  # noqa: E402
     MetricParams,
     PredictionSet,
-    _resample_counts,
     dynamic_trust_table,
     refinement_losses,
     score_tables,
@@ -60,9 +61,15 @@ from trustcal.evaluation import (  # noqa: E402
 )
 from trustcal.measures import metrics as M  # noqa: E402
 from trustcal.measures.bins import TopLabel  # noqa: E402
-from trustcal.measures.bootstrap import BootstrapParams, bootstrap_opinions, bootstrap_scores  # noqa: E402
+from trustcal.measures.bootstrap import (  # noqa: E402
+    BootstrapParams,
+    bootstrap_opinions,
+    bootstrap_scores,
+    resample_counts,
+)
 from trustcal.measures.smooth import smooth_measures  # noqa: E402
 from trustcal.measures.trust import TrustParams, trust_opinions  # noqa: E402
+from trustcal.reporting.shift import shift_row  # noqa: E402
 from trustcal.stages import load_logits  # noqa: E402
 
 
@@ -120,8 +127,8 @@ def main(argv=None) -> None:
         for state, t in states.items()
     }
     mp, tp, bootstrap = MetricParams(), TrustParams(), BootstrapParams(resamples=args.resamples)
-    draw_seconds = cpu_seconds(lambda: _resample_counts(args.n, bootstrap))  # once per run, as the stages do
-    counts = _resample_counts(args.n, bootstrap)
+    draw_seconds = cpu_seconds(lambda: resample_counts(args.n, bootstrap))  # once per run, as the stages do
+    counts = resample_counts(args.n, bootstrap)
     grid = np.linspace(0.0, 1.0, mp.density_points)
     features = np.ones((args.n, 5 + 2 * sum(mp.ece_bins) + 3 * mp.l2_bins + args.k * mp.ece_bins[0]), np.float32)
 
@@ -145,6 +152,8 @@ def main(argv=None) -> None:
             "trust_spectrum": lambda: M.trust_spectrum(test.probs, test.labels),
             "trust_opinions": lambda: trust_opinions(test.probs, test.labels, tp),
             "dynamic_trust": lambda: dynamic_trust_table(p, tp),
+            # one shifted set's row per (epoch, severity, state): what shift_scores computes (docs/method.md §14)
+            "shift_row": lambda: shift_row(test, tp, mp, counts, bootstrap),
         }
 
     for p in preds.values():  # warm-up (imports, caches)

@@ -5,11 +5,14 @@ trust, scores, figures, verdict) as for images; a convolutional network on it st
 from __future__ import annotations
 
 import hashlib
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers.pages import chromium, page_layout
 from helpers.workflow import TINY_CONFIG, snakemake
 
 from trustcal.reporting.figures.registry import FIGURES
@@ -90,3 +93,18 @@ def test_a_convolutional_network_on_a_table_stops_before_any_job(finished, tmp_p
         f"setups: bc: dataset {work / 'bc.npz'} (x_train of shape (240, 30): 240 samples of 30 features) holds a "
         "table, which network resnet20 cannot read: it is made for images. Fix: set network: paper_mlp in setups: bc"
     ) in out, out
+
+
+@pytest.mark.skipif(
+    chromium() is None, reason="no Chromium on this machine (apt-get install chromium, or set TRUSTCAL_CHROMIUM)"
+)
+def test_the_verdict_of_a_table_opens_with_its_general_claims_on_the_first_screen(finished, tmp_path):
+    """The table's verdict in a browser at 1,400 × 900 (tests/helpers/pages.py): its first table, the general
+    claims judged on this run, starts on the first screen, with the run's column."""
+    work, _, _ = finished
+    shots = Path(os.environ.get("TRUSTCAL_SCREENSHOTS") or tmp_path / "screenshots") / "tabular"
+    verdict = page_layout(work, "results/reproduction.html", shots, 1400, 900)
+    assert not verdict.problems and verdict.scroll_width <= 1400, verdict.problems
+    first = verdict.tables[0]
+    assert first["head"][:2] == ["Claim", "Reproduced when"] and 0 < first["top"] < 900, verdict.tables[:1]
+    assert "Breast cancer (MLP)" in first["head"], first["head"]
