@@ -113,6 +113,37 @@ def test_each_score_resample_equals_the_metric_on_the_drawn_rows():
     assert set(got) >= set(want)
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("accuracy", "nll", "brier", "ece"),
+        ("ece_mass_7",),
+        ("classwise_ece", "l2_ece"),
+        ("aurc",),
+        ("ece_7", "ks_error"),
+    ],
+)
+def test_a_subset_of_scores_equals_the_same_scores_of_the_whole_computation(names):
+    """``names`` (what a shifted set's row asks for) gives those scores of the full product and walks, each
+    within the float32 rounding of its sums (n terms, each |term| ≤ 27.7, −log 1e-12; the absolute values of up
+    to K·M bins summed for the ECEs), and skips the columns and walks not asked for."""
+    from trustcal.evaluation import MetricParams
+    from trustcal.measures.bins import TopLabel
+    from trustcal.measures.bootstrap import bootstrap_scores_of
+
+    probs, labels = predictions(n=400, k=4, seed=5)
+    mp = MetricParams(ece_bins=(10, 7))
+    counts = resample_counts(len(labels), BootstrapParams(resamples=6, seed=2))
+    top = TopLabel.of(probs, labels)
+    whole, part = bootstrap_scores_of(top, counts, mp), bootstrap_scores_of(top, counts, mp, names=names)
+    assert set(names) <= set(part) < set(whole)
+    if "ks_error" not in names and "aurc" not in names:
+        assert not {"ks_error", "aurc", "eaurc", "augrc"} & set(part)
+    bound = len(labels) * np.finfo(np.float32).eps * 27.7 * 4 * 10
+    for name in names:
+        np.testing.assert_allclose(part[name], whole[name], rtol=0, atol=bound, err_msg=name)
+
+
 def test_score_interval_matches_the_spread_over_fresh_test_sets():
     """The bootstrap sd of the ECE and the accuracy matches their spread over fresh test sets of the same model."""
     from trustcal.evaluation import MetricParams

@@ -24,6 +24,7 @@ the float32 products of the blocks are added in float64.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,7 +196,7 @@ def bootstrap_scores(
 
 
 def bootstrap_scores_of(
-    top: TopLabel, counts: np.ndarray, metrics: MetricParams = MetricParams()
+    top: TopLabel, counts: np.ndarray, metrics: MetricParams = MetricParams(), names: Collection[str] | None = None
 ) -> dict[str, np.ndarray]:
     """The scores of every resample (``counts``: B × N, :func:`resample_counts`) of the predictions of
     ``top`` (a :class:`~trustcal.measures.bins.TopLabel`), each a length-B array: every metric of
@@ -212,28 +213,43 @@ def bootstrap_scores_of(
     so those replicates equal the metric recomputed on the resampled rows. The equal-mass bins are
     those of the full test set (a resample's own ranks would move its edges slightly): the interval
     describes the ECE over fixed bins (docs/method.md §5).
+
+    ``names``: these scores (None: every one; KS and the areas come together), each equal to the same score of the whole computation up
+    to float32 rounding of its sums; the product then has only their columns and the KS and AURC walks run
+    only when asked for (a shifted set's row needs accuracy, NLL, Brier and ECE: a tenth of the columns).
     """
     probs, conf, hit = top.probs, top.conf, top.hit
+    m0 = metrics.ece_bins[0]
+    wanted = None if names is None else set(names) | ({f"ece_{m0}"} if "ece" in names else set())
+
+    def asked(*score: str) -> bool:
+        return wanted is None or not wanted.isdisjoint(score)
+
     n, k = probs.shape
     if counts.shape[1] != n:
         raise ValueError(f"counts have {counts.shape[1]} samples, the predictions {n}")
     rows = np.arange(n)
     per_sample = {  # one column each
-        metric.columns(metrics)[0]: metric.term(top, metrics) for metric in METRICS.values() if metric.term
+        metric.columns(metrics)[0]: metric.term(top, metrics)
+        for metric in METRICS.values()
+        if metric.term and asked(metric.columns(metrics)[0])
     }
     gap = hit - conf
     order = top.order  # one sort serves the equal-mass bins, KS and AURC
     binned = []  # (name, bins, bin of each sample, value of each sample): one column per bin
     for m in metrics.ece_bins:
-        binned.append((f"ece_{m}", m, top.bins(m, "width"), gap))
-        binned.append((f"ece_mass_{m}", m, top.bins(m, "mass"), gap))
-    l2_bins = metrics.l2_bins
-    l2_idx = top.bins(l2_bins, "mass")
-    for name, values in (("count", np.ones(n)), ("conf", conf), ("hit", hit)):
-        binned.append((f"l2_{name}", l2_bins, l2_idx, values))
-    m0 = metrics.ece_bins[0]
-    names = list(per_sample) + [b[0] for b in binned] + ["classwise_ece"]
-    widths = [1] * len(per_sample) + [b[1] for b in binned] + [k * m0]
+        for name, scheme in ((f"ece_{m}", "width"), (f"ece_mass_{m}", "mass")):
+            if asked(name):
+                binned.append((name, m, top.bins(m, scheme), gap))
+    l2 = asked("l2_ece", "l2_ece_debiased")
+    if l2:
+        l2_bins = metrics.l2_bins
+        l2_idx = top.bins(l2_bins, "mass")
+        for name, values in (("count", np.ones(n)), ("conf", conf), ("hit", hit)):
+            binned.append((f"l2_{name}", l2_bins, l2_idx, values))
+    classwise = asked("classwise_ece")
+    columns = list(per_sample) + [b[0] for b in binned] + ["classwise_ece"] * classwise
+    widths = [1] * len(per_sample) + [b[1] for b in binned] + [k * m0] * classwise
 
     def features(first: int, stop: int) -> np.ndarray:
         """Rows first … stop − 1 of the N × F matrix of per-sample terms, filled in place (float32, as the counts)."""
@@ -245,13 +261,14 @@ def bootstrap_scores_of(
         for _, width, idx, values in binned:
             block[within, start + idx[first:stop]] = values[first:stop]
             start += width
-        cls_idx = bin_indices(probs[first:stop], m0, "width") + m0 * np.arange(k)[None, :]  # one bin set per class
-        block[within[:, None], start + cls_idx] = top.onehot[first:stop] - probs[first:stop]
+        if classwise:
+            cls_idx = bin_indices(probs[first:stop], m0, "width") + m0 * np.arange(k)[None, :]  # a bin set a class
+            block[within[:, None], start + cls_idx] = top.onehot[first:stop] - probs[first:stop]
         return block
 
     sums = resampled_sums(counts, features, n) / n  # B × F: each resample's sums / N
     out, start = {}, 0
-    for name, width in zip(names, widths):
+    for name, width in zip(columns, widths):
         block = sums[:, start : start + width]
         start += width
         if width == 1:
@@ -262,8 +279,12 @@ def bootstrap_scores_of(
             out[name] = block * n  # per-bin sums (count, confidence, hits) of each resample
         else:
             out[name] = np.abs(block).sum(axis=1)
-    out["ece"] = out[f"ece_{m0}"]
-    out["l2_ece"], out["l2_ece_debiased"] = _l2(out.pop("l2_count"), out.pop("l2_conf"), out.pop("l2_hit"), n)
+    if f"ece_{m0}" in out:
+        out["ece"] = out[f"ece_{m0}"]
+    if l2:
+        out["l2_ece"], out["l2_ece_debiased"] = _l2(out.pop("l2_count"), out.pop("l2_conf"), out.pop("l2_hit"), n)
+    if not asked("ks_error", "aurc", "eaurc", "augrc"):
+        return out
     # KS and AURC: each resample's counts in increasing confidence (a contiguous row of N counts per
     # resample, so every pass below runs along memory), summed over each group of equal confidences
     # (cumulative sums over the samples, read at the last sample of each group)

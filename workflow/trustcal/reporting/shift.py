@@ -121,7 +121,7 @@ def shift_row(
     row.update({name: float(network[name]) for name in OPINION})
     if counts is None or bootstrap is None:
         return row, {}
-    replicates = bootstrap_scores_of(top, counts, metrics)
+    replicates = bootstrap_scores_of(top, counts, metrics, names=SCORE_NAMES)
     replicates = {name: replicates[name] for name in SCORE_NAMES}
     if trust.cluster_fusion == trust.class_fusion == "cumulative":
         opinions = bootstrap_opinions(pred.probs, pred.labels, counts, trust)
