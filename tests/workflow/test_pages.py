@@ -132,24 +132,30 @@ def test_every_page_of_the_documentation_site(tmp_path):
 # ----- the verdict's HTML page
 
 
-@needs_chromium
-def test_the_verdict_page_of_an_assessment(tmp_path):
-    """The paper's claims judged on one model's predictions (as `trustcal assess --paper-claims mnist` judges
-    them), written as the workflow writes reproduction.html."""
+def assessed_runs(dataset: str):
+    """One model's predictions (600 samples, 10 classes, seeded), assessed as `trustcal assess` does, as a run of
+    ``dataset``, with the settings the verdict is written under."""
     import trustcal
     from trustcal.assessment.output import paper_runs
     from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.verdict import VerdictSettings, write_verdict
+    from trustcal.reporting.verdict import VerdictSettings
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 10, 600)
     logits = rng.normal(size=(600, 10)) + 4 * np.eye(10)[labels]
     result = trustcal.assess(logits, labels, kind="logits", validation=(logits[:300], labels[:300]), bootstrap=20)
-    settings = VerdictSettings(trust=TrustParams(), epochs=1, fit_on="validation")
+    return paper_runs(result.assessment, dataset), VerdictSettings(trust=TrustParams(), epochs=1, fit_on="validation")
+
+
+@needs_chromium
+def test_the_verdict_page_of_an_assessment(tmp_path):
+    """The paper's claims judged on one model's predictions (as `trustcal assess --paper-claims mnist` judges
+    them), written as the workflow writes reproduction.html."""
+    from trustcal.reporting.verdict import write_verdict
+
+    runs, settings = assessed_runs("mnist")
     out = tmp_path / "verdict"
-    write_verdict(
-        paper_runs(result.assessment, "mnist"), settings, out / "v.md", out / "v.csv", out / "reproduction.html"
-    )
+    write_verdict(runs, settings, out / "v.md", out / "v.csv", out / "reproduction.html")
     shots = screenshots(tmp_path, "verdict")
     assert_clean(check_pages(out, ["reproduction.html"], shots), shots)
 
@@ -158,18 +164,10 @@ def test_the_verdict_page_of_an_assessment(tmp_path):
 def test_the_verdict_page_of_a_run_without_the_papers_datasets(tmp_path):
     """A verdict on a run of none of the paper's datasets (one model's predictions as an SVHN run) opens with the
     general claims judged on it: on a 1,400 × 900 screen, that table is the page's first and starts on it."""
-    import trustcal
-    from trustcal.assessment.output import paper_runs
-    from trustcal.measures.trust import TrustParams
-    from trustcal.reporting.verdict import VerdictSettings, write_verdict
+    from trustcal.reporting.verdict import write_verdict
 
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 10, 600)
-    logits = rng.normal(size=(600, 10)) + 4 * np.eye(10)[labels]
-    result = trustcal.assess(logits, labels, kind="logits", validation=(logits[:300], labels[:300]), bootstrap=20)
-    settings = VerdictSettings(trust=TrustParams(), epochs=1, fit_on="validation")
+    runs, settings = assessed_runs("svhn")
     out = tmp_path / "verdict"
-    runs = paper_runs(result.assessment, "svhn")
     write_verdict(runs, settings, out / "v.md", out / "v.csv", out / "reproduction.html", general=True)
     shots = screenshots(tmp_path, "verdict of a run of its own")
     assert_first_table(
