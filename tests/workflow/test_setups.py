@@ -1,6 +1,7 @@
 """The study on any dataset and network (docs/usage.md, "Any dataset, any network"): each registered dataset
-beyond the paper's two, staged in torchvision's own layout, and a user's arrays with a user's network given
-by its import path, run end to end by a configuration change alone."""
+beyond the paper's two, staged in torchvision's own layout, Fashion-MNIST a second time with LeNet-5, and
+scikit-learn's digits saved as a user's .npz with a user's network given by its import path, run end to end
+by a configuration change alone."""
 
 from __future__ import annotations
 
@@ -43,6 +44,19 @@ def _digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*")}
 
 
+def write_digits(path, n_train=180, n_test=60, seed=0):
+    """scikit-learn's digits (8 × 8 grey images, values 0..16, 10 classes) as a user saves them: uint8
+    pixels scaled to 0..255, (N, H, W), a random split."""
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    keep = np.random.default_rng(seed).permutation(len(y))[: n_train + n_test]
+    images = np.rint(x[keep].reshape(-1, 8, 8) * 255 / 16).astype(np.uint8)
+    np.savez(
+        path, x_train=images[:n_train], y_train=y[keep][:n_train], x_test=images[n_train:], y_test=y[keep][n_train:]
+    )
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     from trustcal.data import synthetic
@@ -55,7 +69,7 @@ def finished(tmp_path_factory):
     synthetic.write_svhn(data, n_train=120, n_test=60)
     mine = work / "mine"
     mine.mkdir()
-    synthetic.write_npz_dataset(mine / "arrays.npz", n_train=120, n_test=60, shape=(3, 8, 8), num_classes=3)
+    write_digits(mine / "arrays.npz")
     nets = work / "nets"
     (nets / "mynets").mkdir(parents=True)
     (nets / "mynets" / "__init__.py").write_text("")
@@ -64,14 +78,15 @@ def finished(tmp_path_factory):
     config = {
         **TINY_CONFIG,
         "epochs": 2,
-        "datasets": [*REGISTERED, "mine"],
+        "datasets": [*REGISTERED, "fmnist_lenet5", "mine"],
         "setups": {
+            "fmnist_lenet5": {"dataset": "fashion_mnist", "network": "lenet5"},
             "mine": {
-                "dataset": {"kind": "npz", "path": str(mine / "arrays.npz"), "title": "My arrays"},
+                "dataset": {"kind": "npz", "path": str(mine / "arrays.npz"), "title": "Digits"},
                 "network": "mynets.net:Net",
                 "network_kwargs": {"width": 8},
                 "recipe": {"preset": "sgd", "batch_size": 16},
-            }
+            },
         },
     }
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
@@ -83,7 +98,7 @@ def finished(tmp_path_factory):
 def test_each_registered_dataset_and_a_users_own_run_end_to_end(finished):
     work, before, after = finished
     results = work / "results"
-    classes = {**{ds: len(DATASETS[ds].classes) for ds in REGISTERED}, "mine": 3}
+    classes = {**{ds: len(DATASETS[ds].classes) for ds in REGISTERED}, "fmnist_lenet5": 10, "mine": 10}
     for run, k in classes.items():
         trust = pd.read_csv(results / run / "seed0" / "trust.csv")
         labels = pd.to_numeric(trust["label"], errors="coerce").dropna()  # the class rows (not the network's)
@@ -105,12 +120,13 @@ def test_the_general_claims_are_judged_on_every_run(finished):
     work, _, _ = finished
     table = pd.read_csv(work / "results" / "reproduction.csv")
     general = table[table["scope"] == "general"]
-    assert set(general["dataset"]) == {*REGISTERED, "mine"}
+    assert set(general["dataset"]) == {*REGISTERED, "fmnist_lenet5", "mine"}
     # the paper's claims stay with the paper's datasets, not in this run
     assert (table.loc[table["scope"] == "paper", "verdict"] == NOT_COMPARABLE).all()
     text = (work / "results" / "reproduction.md").read_text()
     assert "Does it hold beyond the paper?" in text
-    assert "CIFAR-100 (CNN)" in text and "Fashion-MNIST (MLP)" in text and "My arrays (Net)" in text
+    assert "CIFAR-100 (CNN)" in text and "Fashion-MNIST (MLP)" in text and "Digits (Net)" in text
+    assert "Fashion-MNIST (LeNet-5)" in text
 
 
 @pytest.mark.skipif(
@@ -127,7 +143,7 @@ def test_the_pages_of_runs_beyond_the_paper(finished, tmp_path):
     assert not verdict.problems and verdict.scroll_width <= 1400, verdict.problems
     first = verdict.tables[0]
     assert first["head"][:2] == ["Claim", "Reproduced when"] and 0 < first["top"] < 900, verdict.tables[:1]
-    assert {"CIFAR-100 (CNN)", "Fashion-MNIST (MLP)", "My arrays (Net)"} <= set(first["head"])
+    assert {"CIFAR-100 (CNN)", "Fashion-MNIST (MLP)", "Fashion-MNIST (LeNet-5)", "Digits (Net)"} <= set(first["head"])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(work / "nets"), os.environ.get("PYTHONPATH", "")])}
     snakemake(work, "--report", "report.html", env=env)
     for width, height in ((1400, 900), (390, 844)):
