@@ -167,15 +167,20 @@ def _features(spec: registry.DatasetSpec, x: np.ndarray, key: str, train: tuple[
         raise _refused(f"{where} has shape {x.shape}: no {what}. Fix: save the {what}s in {key}.")
     x = x.astype(np.float64)
     if not (finite := np.isfinite(x)).all():
-        nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
-        counts = " and ".join(text for n, text in ((nan, f"{nan} NaN"), (inf, f"{inf} infinite")) if n)
         row, column = np.argwhere(~finite)[0]
         raise _refused(
-            f"{where} holds {counts} value{'' if nan + inf == 1 else 's'} (of {x.size}; the first in sample {row}, "
+            f"{where} holds {non_finite_counts(x)} (of {x.size}; the first in sample {row}, "
             f"feature {column}), not features. Fix: replace them (e.g. by the feature's mean in x_train), or drop "
             f"those samples and their labels, and save {key} again."
         )
     return x
+
+
+def non_finite_counts(x: np.ndarray) -> str:
+    """How many NaN and infinite values ``x`` holds, in words ("2 NaN and 1 infinite values")."""
+    nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
+    counts = " and ".join(text for n, text in ((nan, f"{nan} NaN"), (inf, f"{inf} infinite")) if n)
+    return counts + (" value" if nan + inf == 1 else " values")
 
 
 def read_features(spec: registry.DatasetSpec, x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -317,10 +317,7 @@ def _npz_images(spec: DatasetSpec, x: np.ndarray, key: str) -> np.ndarray:
         raise DatasetUnavailable(f"{where} holds no image. Fix: save the images in {key}.")
     if x.dtype.kind == "f":
         if not (finite := np.isfinite(x)).all():
-            nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
-            counts = " and ".join(text for n, text in ((nan, f"{nan} NaN"), (inf, f"{inf} infinite")) if n) + (
-                " value" if nan + inf == 1 else " values"
-            )
+            counts = tabular.non_finite_counts(x)
             first = int(np.argmin(finite.reshape(len(x), -1).all(axis=1)))
             raise DatasetUnavailable(
                 f"{where} holds {counts} (of {x.size}; the first in image {first}), not pixels. Fix: replace "
