@@ -102,6 +102,9 @@ def test_c_ranks_the_calibrators_against_temperature_and_d_reads_the_auroc_diffe
     assert list(table["question"].unique()) == ["a", "b", "c", "d"]
     lines = answer_lines(table)
     assert len(lines) == 4 and "**yes**" in lines[0] and "ood-fashion_mnist **yes**" in lines[3]
+    severity = shift_table()["severity"].max()
+    assert f"Lowest NLL at severity {severity}: **raw model** (0.05 [" in lines[2], lines[2]
+    assert "beat temperature scaling: none; worse: raw model, vector scaling (" in lines[2], lines[2]
     assert shift_questions(None, None).empty
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from trustcal.calibration.states import PAPER_CALIBRATOR, RAW
 from trustcal.measures.paired import paired_interval_from_intervals, t_quantile
+from trustcal.reporting.figures.calibrators import CALIBRATOR_NAMES
 from trustcal.study.markdown import fmt
 
 __all__ = ["QUESTION_COLUMNS", "shift_questions", "trust_tracks_accuracy", "uncertainty_detects"]
@@ -210,11 +211,15 @@ def answer_lines(table: pd.DataFrame) -> list[str]:
                 f"{'; '.join(parts)} (mean over corruptions and {span}, paired 95 % intervals)."
             )
         elif q == "c":
-            best = rows.iloc[0]
-            beat = [r.calibrator for r in rows.itertuples() if r.answer == YES]
-            worse = [r.calibrator for r in rows.itertuples() if r.answer == NO]
+
+            def name(calibrator: str) -> str:
+                return CALIBRATOR_NAMES.get(calibrator, calibrator)
+
+            best = rows.iloc[0]  # a Series: its fields by [""] (``where`` is one of its methods)
+            beat = [name(r.calibrator) for r in rows.itertuples() if r.answer == YES]
+            worse = [name(r.calibrator) for r in rows.itertuples() if r.answer == NO]
             lines.append(
-                f"{text} Lowest NLL at {best.where}: **{best.calibrator}** "
+                f"{text} Lowest NLL at {best['where']}: **{name(best['calibrator'])}** "
                 f"({_interval(best.estimate, best.lo, best.hi)} against temperature scaling); "
                 f"beat temperature scaling: {', '.join(beat) or 'none'}; worse: {', '.join(worse) or 'none'} "
                 f"(mean over corruptions and {span}, paired 95 % intervals)."
