@@ -264,14 +264,15 @@ def test_truncated_newton_reaches_the_dense_newton_optimum_on_a_box():
 
 
 @pytest.mark.parametrize("method", FULL)
-@pytest.mark.parametrize("float32_gram", [200, 10])
-def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(method, float32_gram, monkeypatch):
+@pytest.mark.parametrize("economy_classes", [200, 10])
+def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(method, economy_classes, monkeypatch):
     """K = 30: the final fit (truncated Newton steps from the folds' average map) converges, and the gradient of
     Kull et al.'s objective at the chosen λ and μ, written out here, vanishes at the reported W and b up to the
     stopping rule: it bounds the gradient in units x/σ, so component (i, j) of W's is ≤ tol·σ_j, b's ≤ tol.
-    With the preconditioner's Gram matrix summed in float32, as past FLOAT32_GRAM classes, the same: the products
-    with H are exact."""
-    monkeypatch.setattr("trustcal.calibration.scaling_loss.FLOAT32_GRAM", float32_gram)
+    With the operator's economies of more than ECONOMY_CLASSES classes (float32 products and Gram matrix,
+    curvatures from every third sample), the same: the gradient and the stopping test are float64's."""
+    monkeypatch.setattr("trustcal.calibration.solver.ECONOMY_CLASSES", economy_classes)
+    monkeypatch.setattr("trustcal.calibration.solver.PRECONDITIONER_ROWS", 500)
     z, y = many_class_logits(1500, 30, seed=12)
     cal = fit_calibrator(method, z, y)
     assert cal.converged and cal.odir_grid.size > 0 and not cal.at_bound

@@ -80,10 +80,11 @@ def test_svs_refuses_the_off_diagonal_option():
         fit_calibrator("svs", z, y, lambda_off_diagonal=1.0)
 
 
-def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_minimum(monkeypatch):
+@pytest.mark.parametrize("economy_classes", [200, 10])
+def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_minimum(economy_classes, monkeypatch):
     """sms past OPERATOR_CLASSES classes: the operator's product is the gradient's derivative (central
     differences), and the fit it reaches is L-BFGS's at a tight tolerance (the objective is strictly convex:
-    one minimum)."""
+    one minimum); with its products in float32, as past ECONOMY_CLASSES classes, the same minimum."""
     from trustcal.calibration import structured
     from trustcal.calibration.structured import _StructuredLoss
 
@@ -98,6 +99,7 @@ def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_mi
     assert (op.diagonal > 0).all()
     lbfgs = fit_calibrator("sms", z, y, tol=1e-10)
     monkeypatch.setattr(structured, "OPERATOR_CLASSES", 20)
+    monkeypatch.setattr("trustcal.calibration.solver.ECONOMY_CLASSES", economy_classes)
     newton = fit_calibrator("sms", z, y, tol=1e-10)
     assert newton.converged and newton.iterations < lbfgs.iterations
     # both stop at a projected gradient ≤ 1e-10 per component, ~1e-8 in NLL for a curvature ~1e-4 (the weakest)

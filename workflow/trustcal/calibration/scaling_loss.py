@@ -8,10 +8,8 @@ import functools
 
 import numpy as np
 
-from trustcal.calibration.solver import Box, HessianOperator
+from trustcal.calibration.solver import Box, HessianOperator, economy
 from trustcal.calibration.temperature import log_softmax
-
-FLOAT32_GRAM = 200  # past this many classes the ODIR operator's preconditioner sums its Gram matrix in float32
 
 
 def gram32(g: np.ndarray) -> np.ndarray:
@@ -57,6 +55,8 @@ class _ScalingLoss:
         self.cols = np.arange(n)
         self._parts = None  # the Hessian's constant parts (penalised_hessian_function)
         self._direction = None  # the features' main direction (hessian_operator_function)
+        self._operand = None  # the operator's constant arrays (hessian_operator_function)
+        self._kept = None  # (θ, K×N probabilities) of the last loss_grad, for the operator at the step's point
 
     def set_penalty(self, lam: float, mu: float) -> None:
         """ODIR's weights λ and μ (cross-validation moves along them with one loss)."""
@@ -123,6 +123,8 @@ class _ScalingLoss:
         np.exp(s, out=s)
         total = s.sum(axis=0)
         loss = np.mean(np.log(total) - s_true) + 0.5 * c_mu * (b @ b)
+        if self._operand is not None:  # the next truncated Newton step starts here: keep its probabilities
+            self._kept = (theta.copy(), s / total)
         s /= total * n  # softmax / N
         s[labels, cols] -= 1.0 / n  # (softmax − onehot) / N = d(mean NLL)/d(scores)
         gc = s.sum(axis=1) + c_mu * b
@@ -178,7 +180,9 @@ class _ScalingLoss:
         return jac.T @ (h_v / n) @ jac + h_pen
 
     def probabilities(self, theta: np.ndarray) -> np.ndarray:
-        """K×N softmax probabilities at θ."""
+        """K×N softmax probabilities at θ (those :meth:`loss_grad` kept, the same numbers, when it was at θ)."""
+        if self._kept is not None and np.array_equal(self._kept[0], theta):
+            return self._kept[1]
         w, c, _ = self.unpack(theta)
         s = self.scores(w, c)
         s -= s.max(axis=0)
@@ -242,7 +246,16 @@ class _ScalingLoss:
         if self.centred or not self.full:
             raise ValueError("the Hessian operator is that of the full map on uncentred features")
         if self._direction is None:  # the top eigenvector of (1/N) Σ x_n x_nᵀ
-            self._direction = np.linalg.eigh(self.xt @ self.xs / self.n)[1][:, -1]
+            self._direction = v = np.linalg.eigh(self.xt @ self.xs / self.n)[1][:, -1]
+            dtype, sample = economy(self.n, self.k)
+            xs = self.xs[sample]
+            self._operand = dict(
+                xt=self.xt.astype(dtype, copy=False),  # the products'
+                xs=self.xs.astype(dtype, copy=False),
+                sample=sample,  # those of the off-diagonal curvatures, and their features' squares
+                xs_sq=xs.astype(dtype, copy=False) ** 2,
+                vx_sq=(xs @ v) ** 2,
+            )
         return self.hessian_operator
 
     def hessian_operator(self, theta: np.ndarray) -> HessianOperator:
@@ -254,16 +267,19 @@ class _ScalingLoss:
         rank-one term along the features' main direction v, matched to the block's curvature along v (the
         log-probabilities of Dirichlet calibration share a large common part, −log Σ exp z, that makes their
         weights move together); the couplings between these blocks are left out. With ODIR's weights
-        strong, the off-diagonal weights are nearly uncoupled and M is close to H."""
+        strong, the off-diagonal weights are nearly uncoupled and M is close to H. Past ECONOMY_CLASSES classes
+        the products and M's Gram matrix run in float32, and the off-diagonal weights' curvatures are averaged
+        over a sample (:func:`~trustcal.calibration.solver.economy`); the 2K×2K block keeps every sample (from
+        a sample, its classes' curvatures rest on a few samples each, and matrix scaling's conjugate gradients
+        took 42 products where they took 5 at 25,000 × 1,000)."""
         from scipy import linalg
 
-        k, n, off, n_off, xt, xs, v = self.k, self.n, self.off, self.n_off, self.xt, self.xs, self._direction
+        k, n, off, n_off, xt, v, ops = self.k, self.n, self.off, self.n_off, self.xt, self._direction, self._operand
         p = self.probabilities(theta)
         px = p * xt
         g = np.concatenate([px, p])
-        # M only steers the conjugate gradients (the products H v are exact): past FLOAT32_GRAM classes its
-        # Gram matrix, 4K²N products, is summed in float32, half the time (float64 where that is not positive definite)
-        gram = gram32(g) if k > FLOAT32_GRAM else g @ g.T
+        economical = ops["xt"].dtype == np.float32
+        gram = gram32(g) if economical else g @ g.T
         h = -gram  # the (d, c) block: Σ_n (diag p − p pᵀ) ⊗ [x_na x_nb, x_na; x_nb, 1] at each class's own feature
         idx = np.arange(k)
         h[idx, idx] += (px * xt).sum(axis=1)
@@ -278,13 +294,15 @@ class _ScalingLoss:
         try:
             factor = linalg.cho_factor(h)
         except linalg.LinAlgError:  # float32's rounding: the block again in float64
-            if k <= FLOAT32_GRAM:
+            if not economical:
                 raise
             factor = linalg.cho_factor(h + (gram - g @ g.T) / n)
-        w = p * (1 - p)
-        rows = (w @ (xs * xs)) / n + self.reg  # K×K: the curvature of each W'_aj alone (NLL + ODIR)
+        w = p[:, ops["sample"]]  # the off-diagonal weights' curvatures, from the operator's samples
+        w = w * (1 - w)
+        n_s = w.shape[1]
+        rows = (w.astype(ops["xs_sq"].dtype, copy=False) @ ops["xs_sq"]) / n_s + self.reg  # K×K: each W'_aj alone
         # Each class's rank-one term γ_a v vᵀ, matched to (1/N) Σ_n w_na (v·x_n)²; D_a = diag − γ_a v² kept > 0
-        along = (w @ (xs @ v) ** 2) / n
+        along = (w @ ops["vx_sq"]) / n_s
         spread = 1 - (v**4).sum()
         gamma = (along - (rows - self.reg) @ v**2) / spread if spread > 1e-12 else np.zeros(k)
         with np.errstate(divide="ignore"):
@@ -306,16 +324,19 @@ class _ScalingLoss:
             out[k : k + n_off] = u[off]
             return out
 
+        xt_o, xs_o = ops["xt"], ops["xs"]
+        p_o = p.astype(xt_o.dtype, copy=False)
+
         def product(v):
             dw, dc, db = self.unpack(v)
-            ds = dw @ xt
+            ds = dw.astype(xt_o.dtype, copy=False) @ xt_o
             ds += dc[:, None]
-            r = p * ds
-            r -= p * r.sum(axis=0)
+            r = p_o * ds
+            r -= p_o * r.sum(axis=0)
             r /= n
-            gw = r @ xs
+            gw = (r @ xs_o).astype(np.float64, copy=False)
             go = self.centre_columns(np.where(off, gw + self.reg * dw, 0.0))
-            gc = r.sum(axis=1) + self.c_mu * db
+            gc = r.sum(axis=1, dtype=np.float64) + self.c_mu * db
             return np.concatenate([np.diag(gw), go[off], gc - gc.mean()])
 
         return HessianOperator(product, precondition, np.concatenate([diag_dc[:k], rows[off], diag_dc[k:]]))

@@ -24,7 +24,7 @@ import numpy as np
 
 from trustcal.calibration.base import check_logits, linear_map, no_more_options, option, require
 from trustcal.calibration.scaling import MAX_ITER, TOL, TemperatureFirst
-from trustcal.calibration.solver import NEWTON_MAX_ITER, Box, HessianOperator, iteration_plan, minimize_box
+from trustcal.calibration.solver import NEWTON_MAX_ITER, Box, HessianOperator, economy, iteration_plan, minimize_box
 from trustcal.calibration.temperature import fit_temperature, log_softmax
 
 LAMBDA = 1.0  # the default of each of λ_b, λ_d, λ_o (Berta et al. 2025; probmetrics' default)
@@ -50,6 +50,8 @@ class _StructuredLoss:
         self.r_b, self.r_d, self.r_o = lam_b * k / n, lam_d * k / n, lam_o * k * (k - 1) / n
         self.rows = np.arange(n)
         self.n_w = k * k if full else k
+        self._operand = None  # x in the precision of the operator's products (hessian_operator)
+        self._kept = None  # (θ, N×K probabilities) of the last loss_grad, for the operator at the step's point
 
     def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         delta = theta[: self.n_w]
@@ -67,6 +69,8 @@ class _StructuredLoss:
         np.exp(s, out=s)
         total = s.sum(axis=1)
         nll = np.mean(np.log(total) - s_true)
+        if self._operand is not None:  # the next truncated Newton step starts here: keep its probabilities
+            self._kept = (theta.copy(), s / total[:, None])
         s /= (total * self.n)[:, None]
         s[self.rows, self.labels] -= 1.0 / self.n  # d(mean NLL)/d(scores)
         diag = np.diag(delta) if self.full else delta
@@ -85,26 +89,37 @@ class _StructuredLoss:
         """H at θ of the full map (``sms``) as an operator, for its truncated Newton steps past OPERATOR_CLASSES
         classes: a product H v costs two products of N×K by K×K, what a gradient costs (L-BFGS took 54
         iterations, unconverged, and 224 s at K = 1,000, N = 25,000); the preconditioner is H's diagonal, the
-        NLL's (1/N) Σ_n p_na (1 − p_na) x_nj² plus the ridge's."""
-        n, k, x = self.n, self.k, self.x
-        delta, b = self.unpack(theta)
-        p = self.scores(delta, b)
-        p -= p.max(axis=1, keepdims=True)
-        np.exp(p, out=p)
-        p /= p.sum(axis=1, keepdims=True)
+        NLL's (1/N) Σ_n p_na (1 − p_na) x_nj² plus the ridge's. Past ECONOMY_CLASSES classes the products run
+        in float32 (:func:`~trustcal.calibration.solver.economy`)."""
+        n, k = self.n, self.k
+        if self._operand is None:
+            self._operand = self.x.astype(economy(n, k)[0], copy=False)
+        x = self._operand
+        if self._kept is not None and np.array_equal(self._kept[0], theta):
+            p = self._kept[1]
+        else:
+            delta, b = self.unpack(theta)
+            p = self.scores(delta, b)
+            p -= p.max(axis=1, keepdims=True)
+            np.exp(p, out=p)
+            p /= p.sum(axis=1, keepdims=True)
         w = p * (1 - p)
         ridge = np.full((k, k), 2 * self.r_o)
         ridge[np.diag_indices(k)] = 2 * self.r_d
-        diagonal = np.concatenate([(w.T @ x**2 / n + ridge).ravel(), w.mean(axis=0) + 2 * self.r_b])
+        diagonal = np.concatenate([(w.T @ self.x**2 / n + ridge).ravel(), w.mean(axis=0) + 2 * self.r_b])
+        p = p.astype(x.dtype, copy=False)
 
         def product(v):
             d_delta, d_b = self.unpack(v)
-            r = x @ d_delta.T
+            r = x @ d_delta.T.astype(x.dtype, copy=False)
             r += d_b
             r *= p
             r -= p * r.sum(axis=1, keepdims=True)
             r /= n
-            return np.concatenate([(r.T @ x + ridge * d_delta).ravel(), r.sum(axis=0) + 2 * self.r_b * d_b])
+            g_w = (r.T @ x).astype(np.float64, copy=False)
+            return np.concatenate(
+                [(g_w + ridge * d_delta).ravel(), r.sum(axis=0, dtype=np.float64) + 2 * self.r_b * d_b]
+            )
 
         return HessianOperator(product, lambda r: r / diagonal, diagonal)
 
