@@ -68,6 +68,13 @@ def test_a_trust_that_follows_accuracy_says_yes_and_one_that_runs_against_it_say
     assert rows[0]["estimate"] > 0.9 and rows[1]["estimate"] < -0.9  # belief with accuracy, uncertainty against
     assert trust_tracks_accuracy(shift_table(belief_slope=-1.0))[0]["answer"] == "no"
     assert trust_tracks_accuracy(shift_table(seeds=(0,)))[0]["answer"] == "inconclusive"  # one seed: no interval
+    line = answer_lines(pd.DataFrame(rows))[0]
+    assert "**yes**: belief falls with accuracy (ρ(accuracy, belief) " in line
+    assert "; uncertainty rises as accuracy falls (ρ(accuracy, uncertainty) " in line
+    # the real study's case: belief follows accuracy, uncertainty falls with it too
+    against = pd.DataFrame(trust_tracks_accuracy(shift_table().assign(uncertainty=lambda d: d["accuracy"])))
+    line = answer_lines(against)[0]
+    assert "**no**: belief falls with accuracy" in line and "; uncertainty falls with accuracy (" in line
 
 
 def test_b_combines_the_corruption_means_of_each_seeds_interval_over_seeds():

@@ -187,6 +187,20 @@ def shift_questions(shift: pd.DataFrame | None, ood: pd.DataFrame | None) -> pd.
     return pd.DataFrame(rows, columns=list(QUESTION_COLUMNS))
 
 
+def _tracking(r) -> str:
+    """Question a's finding for one opinion: does it move as the question asks (belief with accuracy, ρ > 0;
+    uncertainty against it, ρ < 0), against it, or is the interval across 0, with its ρ."""
+    opinion = r.quantity.split(", ")[1][:-1]
+    want = 1 if opinion == "belief" else -1
+    sign = _sign(r.lo, r.hi) if math.isfinite(r.lo) else 0
+    finding = {
+        1: "falls with accuracy" if want == 1 else "rises as accuracy falls",
+        -1: "rises as accuracy falls" if want == 1 else "falls with accuracy",
+        0: "has no clear direction",
+    }[sign * want]
+    return f"{opinion} {finding} (ρ(accuracy, {opinion}) {_interval(r.estimate, r.lo, r.hi)})"
+
+
 def answer_lines(table: pd.DataFrame) -> list[str]:
     """One sentence per question answered in ``table`` (:func:`shift_questions`)."""
     lines = []
@@ -197,10 +211,7 @@ def answer_lines(table: pd.DataFrame) -> list[str]:
         seeds = int(rows["seeds"].max())
         span = f"{seeds} seeds" if seeds > 1 else "one seed"
         if q == "a":
-            parts = [
-                f"ρ(accuracy, {r.quantity.split(', ')[1][:-1]}) {_interval(r.estimate, r.lo, r.hi)}"
-                for r in rows.itertuples()
-            ]
+            parts = [_tracking(r) for r in rows.itertuples()]
             lines.append(
                 f"{text} **{rows['answer'].iloc[0]}**: {'; '.join(parts)} (raw model, mean over {span}, t interval)."
             )
