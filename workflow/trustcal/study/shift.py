@@ -187,6 +187,11 @@ def shift_questions(shift: pd.DataFrame | None, ood: pd.DataFrame | None) -> pd.
     return pd.DataFrame(rows, columns=list(QUESTION_COLUMNS))
 
 
+def _name(calibrator: str) -> str:
+    """A calibrator's name as the figures write it ("raw model" for none)."""
+    return CALIBRATOR_NAMES.get(calibrator, calibrator)
+
+
 def _tracking(r) -> str:
     """Question a's finding for one opinion: does it move as the question asks (belief with accuracy, ρ > 0;
     uncertainty against it, ρ < 0), against it, or is the interval across 0, with its ρ."""
@@ -222,15 +227,11 @@ def answer_lines(table: pd.DataFrame) -> list[str]:
                 f"{'; '.join(parts)} (mean over corruptions and {span}, paired 95 % intervals)."
             )
         elif q == "c":
-
-            def name(calibrator: str) -> str:
-                return CALIBRATOR_NAMES.get(calibrator, calibrator)
-
             best = rows.iloc[0]  # a Series: its fields by [""] (``where`` is one of its methods)
-            beat = [name(r.calibrator) for r in rows.itertuples() if r.answer == YES]
-            worse = [name(r.calibrator) for r in rows.itertuples() if r.answer == NO]
+            beat = [_name(r.calibrator) for r in rows.itertuples() if r.answer == YES]
+            worse = [_name(r.calibrator) for r in rows.itertuples() if r.answer == NO]
             lines.append(
-                f"{text} Lowest NLL at {best['where']}: **{name(best['calibrator'])}** "
+                f"{text} Lowest NLL at {best['where']}: **{_name(best['calibrator'])}** "
                 f"({_interval(best.estimate, best.lo, best.hi)} against temperature scaling); "
                 f"beat temperature scaling: {', '.join(beat) or 'none'}; worse: {', '.join(worse) or 'none'} "
                 f"(mean over corruptions and {span}, paired 95 % intervals)."
