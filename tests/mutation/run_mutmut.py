@@ -42,18 +42,26 @@ KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 
 
 def stage(root: Path) -> None:
-    """A fresh ``root`` with src/trustcal, tests/ and pyproject.toml (mutmut's results of an earlier run go)."""
+    """A fresh ``root`` with src/trustcal, tests/, pyproject.toml and config.yaml (which tests read from the
+    repository's root; mutmut's results of an earlier run go)."""
     if root.exists():
         shutil.rmtree(root)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
     shutil.copytree(REPO / "workflow" / "trustcal", root / "src" / "trustcal", ignore=ignore)
     shutil.copytree(REPO / "tests", root / "tests", ignore=ignore)
-    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    for name in ("pyproject.toml", "config.yaml"):
+        shutil.copy(REPO / name, root / name)
+
+
+def test_env() -> dict[str, str]:
+    """The tests' environment: hypothesis replays a fixed sequence (CI), and the tests that read the shared
+    folder find it beside this repository, not beside the staged copy."""
+    return {"TRUSTCAL_SHARED": str(REPO.parent / "shared"), **os.environ, "PYTHONDONTWRITEBYTECODE": "1", "CI": "1"}
 
 
 def mutmut(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("mutmut")
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", CI="1")  # CI: hypothesis replays a fixed sequence
+    env = test_env()
     return subprocess.run([str(exe), *args], cwd=STAGE, env=env, check=check, text=True, capture_output=True)
 
 
@@ -82,7 +90,7 @@ def results() -> dict[str, str]:
 
 def recheck(names: list[str], tests: list[str]) -> int:
     """Each of ``names`` against ``tests`` (module docstring); 1 if one survives or the clean run fails."""
-    env = dict(os.environ, PYTHONPATH=str(STAGE / "mutants" / "src"), PYTHONDONTWRITEBYTECODE="1", CI="1")
+    env = dict(test_env(), PYTHONPATH=str(STAGE / "mutants" / "src"))
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider", "-p", "no:xdist"]
     survived = 0
     for name in ["", *names]:  # "": the trampolines run the original code
@@ -141,6 +149,9 @@ def main(argv=None) -> int:
     (STAGE / "report.txt").write_text("\n".join(lines) + "\n")
     (STAGE / "run.log").write_text(run.stdout + run.stderr)
     print("\n".join(lines[:3]) + f"\nsurvivors and their diffs: {STAGE / 'report.txt'}")
+    if got["not checked"]:  # mutmut stops before the mutants when the clean tests fail: no score
+        print(f"{got['not checked']} of the {len(drawn)} mutants were not checked: see {STAGE / 'run.log'}")
+        return 1
     return 0 if run.returncode == 0 else run.returncode
 
 
