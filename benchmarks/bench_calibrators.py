@@ -20,6 +20,10 @@ Inputs (validation splits, what the calibrators are fitted on, each with a test 
 - ``votes``: 6,000 × 10 vote fractions of a 5-tree forest (most entries exactly 0, fitted on
   log max(p, PROB_FLOOR)), the random-forest case of tests/unit/calibration/test_methods.py; tested on 6,000
   more (seed 1);
+- ``cifar100-<network>`` (with ``--records DIR``): real CIFAR-100 predictions of published networks, netcal's
+  example records ``<network>-cifar-100.npz`` in DIR (tests/unit/calibration/test_real_cifar100.py says where
+  they come from): the float32 probabilities of the 10,000 test images as ``trustcal assess`` fits them,
+  log max(p, PROB_FLOOR), fitted on the first 5,000 rows and tested on the last 5,000;
 - ``digits-<model>``: the conformance corpus of tests/helpers/corpus.py (scikit-learn models on digits,
   449 × 10 validation rows, 450 test rows): the random forest and naive Bayes as probabilities, logistic
   regression, the MLP and naive Bayes as logits (scores). These are where vector, matrix and
@@ -41,7 +45,7 @@ in git revision REV (e.g. HEAD before a change), in a child process, and prints 
 ``--baseline-timeout`` seconds of wall time (300) is stopped and reported as NaN with ``timeout`` set.
 
     python benchmarks/bench_calibrators.py [--repeats 5] [--classes 10,100,1000] [--methods matrix,dirichlet]
-        [--baseline REV] [--peers] [--out CSV]
+        [--baseline REV] [--peers] [--records DIR] [--out CSV]
 
 ``--peers`` fits probmetrics' calibrators (ts-mix, svs, sms, ets; the library behind the CalArena benchmark) on
 the many-class inputs in the same run, from float32 probabilities as its API takes them, and reports their fit
@@ -96,9 +100,10 @@ def network_logits(n: int = 6000, k: int = 10, seed: int = 0, model_seed: int = 
 Split = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # fit logits, fit labels, test logits, test labels
 
 
-def inputs(classes: tuple[int, ...], max_classes: int | None = None) -> dict[str, Split]:
+def inputs(classes: tuple[int, ...], max_classes: int | None = None, records: Path | None = None) -> dict[str, Split]:
     """name → (validation logits, labels, test logits, labels); probability inputs as log max(p, PROB_FLOOR).
-    ``classes``: the many-class inputs to include; ``max_classes``: leave out every input with more classes."""
+    ``classes``: the many-class inputs to include; ``max_classes``: leave out every input with more classes;
+    ``records``: a folder of netcal's CIFAR-100 records to include."""
     from trustcal.numerics import floored_log
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -129,6 +134,10 @@ def inputs(classes: tuple[int, ...], max_classes: int | None = None) -> dict[str
             found[f"digits-{classifier}-probs"] = (floored_log(m.p_val), m.y_val, floored_log(m.p_test), m.y_test)
         if m.s_val is not None:
             found[f"digits-{classifier}"] = (m.s_val, m.y_val, m.s_test, m.y_test)
+    for path in sorted(records.glob("*-cifar-100.npz")) if records else ():
+        with np.load(path, allow_pickle=False) as d:
+            z, y = floored_log(d["predictions"].astype(np.float64)), d["ground_truth"]
+        found[f"cifar100-{path.name.removesuffix('-cifar-100.npz')}"] = (z[:5000], y[:5000], z[5000:], y[5000:])
     return {name: v for name, v in found.items() if max_classes is None or v[0].shape[1] <= max_classes}
 
 
@@ -157,7 +166,12 @@ def _alarm(signum, frame):
 
 
 def measure(
-    repeats: int, classes: tuple[int, ...], max_classes: int | None = None, timeout: float = 0, methods=None
+    repeats: int,
+    classes: tuple[int, ...],
+    max_classes: int | None = None,
+    timeout: float = 0,
+    methods=None,
+    records: Path | None = None,
 ) -> list[dict]:
     from threadpoolctl import threadpool_limits
 
@@ -171,7 +185,7 @@ def measure(
         signal.signal(signal.SIGALRM, _alarm)
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name, (z, y, z_test, y_test) in inputs(classes, max_classes).items():
+        for name, (z, y, z_test, y_test) in inputs(classes, max_classes, records).items():
             n, k = z.shape
             floor, raw = floor_ms(z, y), logits_nll(z, y)
             for method in [m for m in METHODS if m != "none" and (not methods or m in methods)]:
@@ -263,7 +277,13 @@ def peers(classes: tuple[int, ...], repeats: int) -> list[dict]:
 
 
 def baseline(
-    rev: str, repeats: int, classes: tuple[int, ...], max_classes: int, timeout: float, methods: tuple[str, ...]
+    rev: str,
+    repeats: int,
+    classes: tuple[int, ...],
+    max_classes: int,
+    timeout: float,
+    methods: tuple[str, ...],
+    records: Path | None = None,
 ) -> pd.DataFrame:
     """The same measurements with workflow/trustcal as in git revision ``rev``, in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -274,6 +294,7 @@ def baseline(
         env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "workflow"), BENCH_JSON="1")
         args = ["--repeats", str(repeats), "--classes", ",".join(map(str, classes)), "--json"]
         args += ["--max-classes", str(max_classes), "--timeout", str(timeout), "--methods", ",".join(methods)]
+        args += ["--records", str(records.resolve())] if records else []
         out = subprocess.run([sys.executable, __file__, *args], env=env, check=True, capture_output=True).stdout
     return pd.DataFrame(json.loads(out))
 
@@ -290,6 +311,7 @@ def main() -> None:
     parser.add_argument(
         "--peers", action="store_true", help="also fit probmetrics' ts-mix, svs, sms and ets on the many-class inputs"
     )
+    parser.add_argument("--records", type=Path, help="also fit netcal's CIFAR-100 records (*-cifar-100.npz) in DIR")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the baseline's child process
     parser.add_argument("--max-classes", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -297,13 +319,19 @@ def main() -> None:
     classes = tuple(int(c) for c in args.classes.split(",") if c)
     methods = tuple(m for m in args.methods.split(",") if m)
     if args.json:
-        print(json.dumps(measure(args.repeats, classes, args.max_classes, args.timeout, methods)))
+        print(json.dumps(measure(args.repeats, classes, args.max_classes, args.timeout, methods, args.records)))
         return
     sys.path.insert(0, str(ROOT / "workflow"))
-    table = pd.DataFrame(measure(args.repeats, classes, methods=methods))
+    table = pd.DataFrame(measure(args.repeats, classes, methods=methods, records=args.records))
     if args.baseline:
         before = baseline(
-            args.baseline, args.repeats, classes, args.baseline_max_classes, args.baseline_timeout, methods
+            args.baseline,
+            args.repeats,
+            classes,
+            args.baseline_max_classes,
+            args.baseline_timeout,
+            methods,
+            args.records,
         )
         keep = ["input", "method", "ms", "iterations", "converged", "fit_nll", "test_nll", "test_ece", "timeout"]
         table = table.merge(before[keep], on=["input", "method"], how="left", suffixes=("", f"_{args.baseline}"))

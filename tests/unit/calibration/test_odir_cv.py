@@ -2,7 +2,8 @@
 
 Matrix scaling and Dirichlet calibration choose λ and μ (μ = λ) by stratified cross-validation along a grid of
 powers of ten, from strong to weak; a fixed ``odir_lambda`` gives the fit of earlier versions, bit for bit. The
-truncated Newton steps the folds take past K = 20 are checked against finite differences and dense Newton.
+truncated Newton steps the folds take past K = 20 are checked against finite differences and dense Newton, their
+conjugate gradients' stopping rules and refined preconditioner against hand-computed cases.
 """
 
 import numpy as np
@@ -19,7 +20,7 @@ from trustcal.calibration.scaling import (
     odir_grid,
     stratified_folds,
 )
-from trustcal.calibration.solver import Box, HessianOperator, minimize_box
+from trustcal.calibration.solver import Box, HessianOperator, conjugate_gradient_step, minimize_box
 from trustcal.numerics import floored_log, logits_nll
 
 FULL = ("matrix", "dirichlet")
@@ -263,15 +264,122 @@ def test_truncated_newton_reaches_the_dense_newton_optimum_on_a_box():
     np.testing.assert_allclose(cg.theta, dense.theta, rtol=0, atol=1e-7 / 0.1)  # |Δθ| ≤ |g| / λ_min(H)
 
 
+U32 = np.finfo(np.float32).eps / 2  # float32's unit round-off
+
+
 @pytest.mark.parametrize("method", FULL)
-@pytest.mark.parametrize("economy_classes", [200, 10])
-def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(method, economy_classes, monkeypatch):
+def test_the_refined_preconditioner_solves_each_classs_row_block(method):
+    """The M⁻¹ that a step's conjugate gradients refine to (_class_rows) solves, for each class a, the block of
+    its row (W'_a1 … W'_aK, c_a) written out here from the loss: (1/N) Σ_n p_na (1 − p_na) [x_n; 1][x_n; 1]ᵀ,
+    plus ODIR's 2λ/(K(K−1)σ_j²) on each off-diagonal W'_aj (W_aj = W'_aj/σ_j) and (2μ/K)(1 − 1/K) on c_a (the
+    intercept penalty μ/K·|b|², b = c − mean c); the operator's diagonal is then those blocks'. The blocks'
+    Gram matrices are summed in float32: within cond(B) times a probabilistic rounding bound of a sum of N terms
+    (Higham & Mary 2019, λ = 6)."""
+    n, k, lam, mu = 800, 25, 30.0, 3.0
+    z, y = many_class_logits(n, k, seed=9)
+    x = z if method == "matrix" else log_softmax(z)
+    loss = _ScalingLoss(x, y, True, lam, mu, centred=False)
+    rng = np.random.default_rng(10)
+    theta = loss.identity() + 0.05 * rng.normal(size=loss.identity().size)
+    refine = loss.hessian_operator_function()(theta).refine
+    fine = refine()
+    diagonal = loss.hessian_operator(theta).diagonal  # the later steps take the refined M from the start
+    p = np.exp(log_softmax((x / x.std(axis=0)) @ loss.unpack(theta)[0].T + loss.unpack(theta)[1]))
+    feat = np.column_stack([x / x.std(axis=0), np.ones(n)])
+    off = ~np.eye(k, dtype=bool)
+
+    def rows(v):  # θ = (W's diagonal, its off-diagonal entries row by row, c) as K rows of K + 1
+        out = np.zeros((k, k + 1))
+        out[:, :k][off] = v[k:-k]
+        out[np.arange(k), np.arange(k)] = v[:k]
+        out[:, k] = v[-k:]
+        return out
+
+    r = rng.normal(size=theta.size)
+    solved, diag = rows(fine(r)), rows(diagonal)
+    for a in range(k):
+        terms = (feat.T * (p[:, a] * (1 - p[:, a]))) @ feat / n
+        penalty = np.append(
+            np.where(off[a], 2 * lam / (k * (k - 1)) / x.std(axis=0) ** 2, 0.0), 2 * mu / k * (1 - 1 / k)
+        )
+        block = terms + np.diag(penalty)
+        expected = np.linalg.solve(block, rows(r)[a])
+        magnitude = np.abs(feat).T @ (np.abs(feat) * (p[:, a] * (1 - p[:, a]))[:, None]) / n
+        bound = 6 * np.sqrt(n) * U32 * np.linalg.norm(magnitude, 2) / np.linalg.norm(block, 2)  # |δB| / |B|
+        assert np.linalg.norm(solved[a] - expected) <= 2 * np.linalg.cond(block) * bound * np.linalg.norm(expected)
+        np.testing.assert_allclose(diag[a], np.diag(block), rtol=6 * np.sqrt(n) * U32 * 10)
+
+
+def test_the_conjugate_gradients_stop_once_the_models_gradient_is_below_half_the_tolerance():
+    """H s = −g on an ill-conditioned quadratic: with a tolerance, the step's residual −g − H s (the gradient the
+    quadratic model predicts after the step) has every component below half of it, in fewer products than the
+    relative rule alone (‖r‖ ≤ min(½, √‖g‖)·‖g‖), which holds without one."""
+    rng = np.random.default_rng(14)
+    a = rng.normal(size=(60, 30)) * np.geomspace(1, 30, 30)
+    h = a.T @ a / 60 + 1e-3 * np.eye(30)
+    g = 1e-3 * rng.normal(size=30)
+    products = []
+
+    def counted(v):
+        products.append(1)
+        return h @ v
+
+    op = HessianOperator(counted, lambda r: r / np.diag(h), np.diag(h))
+    fixed = np.zeros(30, dtype=bool)
+    taken = {}
+    for tol in (0.0, 2e-3):
+        products.clear()
+        step = conjugate_gradient_step(op, g, fixed, tol)
+        taken[tol], residual = len(products), -g - h @ step
+        if tol:
+            assert np.abs(residual).max() <= tol / 2
+        else:
+            assert np.linalg.norm(residual) <= min(0.5, np.sqrt(np.linalg.norm(g))) * np.linalg.norm(g)
+    assert taken[2e-3] < taken[0.0]
+
+
+def test_a_step_not_converged_after_refine_after_products_restarts_with_the_refined_preconditioner():
+    """The identity as M: after ``refine_after`` = 3 products the conjugate gradients restart from the step so
+    far with M = H, whose first direction solves the system (α = 1): 4 products, refine built once; a system
+    that converges before then never builds it."""
+    rng = np.random.default_rng(15)
+    a = rng.normal(size=(60, 30)) * np.geomspace(1, 100, 30)
+    h = a.T @ a / 60 + 1e-3 * np.eye(30)
+    g = rng.normal(size=30)
+    products, built = [], []
+
+    def refine():
+        built.append(1)
+        return lambda r: np.linalg.solve(h, r)
+
+    def operator(matrix):
+        def product(v):
+            products.append(1)
+            return matrix @ v
+
+        return HessianOperator(product, lambda r: r, np.diag(matrix), refine, 3)
+
+    step = conjugate_gradient_step(operator(h), g, np.zeros(30, dtype=bool))
+    assert (len(products), len(built)) == (4, 1)
+    np.testing.assert_allclose(h @ step, -g, rtol=0, atol=1e-9 * np.abs(g).max() * np.linalg.cond(h))
+    products.clear(), built.clear()
+    conjugate_gradient_step(operator(2 * np.eye(30)), g, np.zeros(30, dtype=bool))  # M = H / 2: one product
+    assert (len(products), len(built)) == (1, 0)
+
+
+@pytest.mark.parametrize("method", FULL)
+@pytest.mark.parametrize("economy_classes, refine_after", [(200, 6), (10, 6), (200, 1)])
+def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(
+    method, economy_classes, refine_after, monkeypatch
+):
     """K = 30: the final fit (truncated Newton steps from the folds' average map) converges, and the gradient of
     Kull et al.'s objective at the chosen λ and μ, written out here, vanishes at the reported W and b up to the
     stopping rule: it bounds the gradient in units x/σ, so component (i, j) of W's is ≤ tol·σ_j, b's ≤ tol.
     With the operator's economies of more than ECONOMY_CLASSES classes (float32 products and Gram matrix,
-    curvatures from every third sample), the same: the gradient and the stopping test are float64's."""
+    curvatures from every third sample), the same: the gradient and the stopping test are float64's. And with
+    every step's conjugate gradients refining their preconditioner after one product (_class_rows), the same."""
     monkeypatch.setattr("trustcal.calibration.solver.ECONOMY_CLASSES", economy_classes)
+    monkeypatch.setattr("trustcal.calibration.scaling_loss.REFINE_AFTER", refine_after)
     monkeypatch.setattr("trustcal.calibration.solver.PRECONDITIONER_ROWS", 500)
     z, y = many_class_logits(1500, 30, seed=12)
     cal = fit_calibrator(method, z, y)

@@ -45,11 +45,14 @@ LossGrad = Callable[[np.ndarray], tuple[float, np.ndarray]]
 class HessianOperator:
     """The Hessian at one point, as an operator: ``product`` v ↦ H v, ``precondition`` r ↦ M⁻¹ r for an
     approximation M of H (symmetric positive definite), and ``diagonal``, H's diagonal (or M's), for the steps
-    of the components held at a bound."""
+    of the components held at a bound. ``refine``, where given, builds a closer and dearer approximation's
+    r ↦ M⁻¹ r, that the conjugate gradients take when ``refine_after`` products have not converged."""
 
     product: Callable[[np.ndarray], np.ndarray]
     precondition: Callable[[np.ndarray], np.ndarray]
     diagonal: np.ndarray
+    refine: Callable[[], Callable[[np.ndarray], np.ndarray]] | None = None
+    refine_after: int = 0
 
 
 def economy(n: int, k: int) -> tuple[type, slice]:
@@ -142,18 +145,22 @@ class Minimum:
     iterations: int  # Newton steps and L-BFGS-B iterations together
 
 
-def conjugate_gradient_step(h: HessianOperator, grad: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+def conjugate_gradient_step(h: HessianOperator, grad: np.ndarray, fixed: np.ndarray, tol: float = 0.0) -> np.ndarray:
     """Truncated Newton's direction: H s = −g on the free components by preconditioned conjugate gradients,
-    stopped when the residual is below min(½, √|g|)·|g| (superlinear convergence: Eisenstat & Walker 1996) or
-    after CG_MAX_ITER products; a diagonal step on the held ones."""
+    stopped when the residual is below min(½, √|g|)·|g| (superlinear convergence: Eisenstat & Walker 1996), or
+    when each of its components is below ½·``tol`` (the residual −g − H s is the gradient that the quadratic
+    model predicts after the step: the minimiser's stopping test then holds to the model's accuracy), or
+    after CG_MAX_ITER products; a diagonal step on the held ones. Not converged after ``h.refine_after``
+    products, they restart from the step so far with the preconditioner of ``h.refine()``, where there is one."""
     free = ~fixed
     rhs = np.where(free, -grad, 0.0)
     norm = np.linalg.norm(rhs)
     target = min(0.5, np.sqrt(norm)) * norm
     step, residual = np.zeros_like(grad), rhs.copy()
-    z = np.where(free, h.precondition(residual), 0.0)
+    precondition = h.precondition
+    z = np.where(free, precondition(residual), 0.0)
     direction, rz = z.copy(), residual @ z
-    for _ in range(CG_MAX_ITER):
+    for i in range(1, CG_MAX_ITER + 1):
         hd = np.where(free, h.product(direction), 0.0)
         curvature = direction @ hd
         if not curvature > 0:  # flat, or rounding: keep the step so far (the gradient's direction at worst)
@@ -163,9 +170,14 @@ def conjugate_gradient_step(h: HessianOperator, grad: np.ndarray, fixed: np.ndar
         alpha = rz / curvature
         step += alpha * direction
         residual -= alpha * hd
-        if np.linalg.norm(residual) <= target:
+        if np.linalg.norm(residual) <= target or np.abs(residual).max() <= 0.5 * tol:
             break
-        z = np.where(free, h.precondition(residual), 0.0)
+        if h.refine is not None and i == h.refine_after:  # restart: the directions so far are M-conjugate only
+            precondition = h.refine()
+            z = np.where(free, precondition(residual), 0.0)
+            direction, rz = z.copy(), residual @ z
+            continue
+        z = np.where(free, precondition(residual), 0.0)
         rz, rz_old = residual @ z, rz
         direction = z + (rz / rz_old) * direction
     diag = h.diagonal[fixed]
@@ -173,9 +185,9 @@ def conjugate_gradient_step(h: HessianOperator, grad: np.ndarray, fixed: np.ndar
     return step
 
 
-def newton_step(h, grad: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+def newton_step(h, grad: np.ndarray, fixed: np.ndarray, tol: float = 0.0) -> np.ndarray:
     """Projected Newton's direction: the Newton system on the free components, a diagonal step on the held ones.
-    ``h``: the Hessian, or a :class:`HessianOperator` (then :func:`conjugate_gradient_step`).
+    ``h``: the Hessian, or a :class:`HessianOperator` (then :func:`conjugate_gradient_step`, to ``tol``).
 
     H + μI, μ = NEWTON_RCOND × H's largest diagonal entry: the gradient has no component along directions where
     H is singular (the calibrators' dropped directions), and along a direction where the loss keeps falling
@@ -184,7 +196,7 @@ def newton_step(h, grad: np.ndarray, fixed: np.ndarray) -> np.ndarray:
     from scipy import linalg
 
     if isinstance(h, HessianOperator):
-        return conjugate_gradient_step(h, grad, fixed)
+        return conjugate_gradient_step(h, grad, fixed, tol)
     free = ~fixed
     mu = NEWTON_RCOND * np.diag(h).max()
     step = np.zeros_like(grad)
@@ -223,7 +235,7 @@ def projected_newton(loss_grad: LossGrad, make_hessian, box: Box, theta, tol: fl
     while not (converged := box.stationary(theta, grad, tol)) and it < max_steps:
         it += 1
         fixed = box.held(theta, grad)
-        step = newton_step(hessian(theta), grad, fixed)
+        step = newton_step(hessian(theta), grad, fixed, tol)
         found = armijo(loss_grad, box, theta, loss, grad, step)
         if found is None:
             break  # no decrease along the Newton path: L-BFGS-B finishes
