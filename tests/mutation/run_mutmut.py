@@ -42,12 +42,14 @@ KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 
 
 def stage(root: Path) -> None:
-    """A fresh ``root`` with src/trustcal, tests/, pyproject.toml and config.yaml (which tests read from the
-    repository's root; mutmut's results of an earlier run go)."""
+    """A fresh ``root`` with src/trustcal, src/schemas (the configuration schema beside the package), tests/,
+    pyproject.toml and config.yaml (which tests read from the repository's root; mutmut's results of an earlier
+    run go)."""
     if root.exists():
         shutil.rmtree(root)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
     shutil.copytree(REPO / "workflow" / "trustcal", root / "src" / "trustcal", ignore=ignore)
+    shutil.copytree(REPO / "workflow" / "schemas", root / "src" / "schemas")
     shutil.copytree(REPO / "tests", root / "tests", ignore=ignore)
     for name in ("pyproject.toml", "config.yaml"):
         shutil.copy(REPO / name, root / name)
