@@ -1,6 +1,7 @@
-"""The economies of the truncated Newton operators past ECONOMY_CLASSES classes (solver.economy; docs/method.md
-§2.9): products H v in float32, the ODIR preconditioner's off-diagonal curvatures from a sample, and the
-probabilities of the step's point taken from the loss's last gradient. Checked at K = 25 with the limits lowered.
+"""The economies of the truncated Newton operators (solver.economy; docs/method.md §2.9): products H v in float32
+past FLOAT32_CLASSES classes, the ODIR preconditioner's off-diagonal curvatures from a sample past ECONOMY_CLASSES,
+and the probabilities of the step's point taken from the loss's last gradient. Checked at K = 25 against float64
+on every sample (both limits raised) with the sampling limit lowered.
 That the fits still reach their optimum is checked by the KKT test of test_odir_cv.py and the sms test of
 test_structured.py, each run with and without the economies."""
 
@@ -26,12 +27,6 @@ def rounding_bound(m: int, magnitude: float) -> float:
     return LAMBDA * np.sqrt(m) * U32 * magnitude
 
 
-@pytest.fixture
-def economical(monkeypatch):
-    monkeypatch.setattr(solver, "ECONOMY_CLASSES", 10)
-    monkeypatch.setattr(solver, "PRECONDITIONER_ROWS", 300)
-
-
 def odir_loss(method: str) -> _ScalingLoss:
     z, y = many_class_logits(N, K, seed=9)
     return _ScalingLoss(z if method == "matrix" else log_softmax(z), y, True, 30.0, 3.0, centred=False)
@@ -53,10 +48,13 @@ def odir_bound(loss: _ScalingLoss, theta: np.ndarray, v: np.ndarray) -> float:
 @pytest.mark.parametrize("method", ["matrix", "dirichlet"])
 def test_the_odir_operators_float32_product_is_the_float64_one_within_float32_rounding(method, monkeypatch):
     rng = np.random.default_rng(10)
+    monkeypatch.setattr(solver, "FLOAT32_CLASSES", 200)
     exact = odir_loss(method)
     theta = exact.identity() + 0.05 * rng.normal(size=exact.identity().size)
     v = rng.normal(size=theta.size)
     h64 = exact.hessian_operator_function()(theta)
+    assert exact._operand["xt"].dtype == np.float64
+    monkeypatch.undo()
     monkeypatch.setattr(solver, "ECONOMY_CLASSES", 10)
     monkeypatch.setattr(solver, "PRECONDITIONER_ROWS", 300)
     cheap = odir_loss(method)
@@ -76,9 +74,10 @@ def test_sms_float32_product_is_the_float64_one_within_float32_rounding(monkeypa
     x = mixed_log_proba(z, 1.3, 1 / (N + 1))
     rng = np.random.default_rng(6)
     theta, v = 0.05 * rng.normal(size=(2, K * (K + 1)))
+    monkeypatch.setattr(solver, "FLOAT32_CLASSES", 200)
     h64 = _StructuredLoss(x, y, True, 1.0, 1.0, 1.0).hessian_operator(theta)
-    monkeypatch.setattr(solver, "ECONOMY_CLASSES", 10)
-    h32 = _StructuredLoss(x, y, True, 1.0, 1.0, 1.0).hessian_operator(theta)
+    monkeypatch.undo()
+    h32 = _StructuredLoss(x, y, True, 1.0, 1.0, 1.0).hessian_operator(theta)  # K = 25 > FLOAT32_CLASSES
     # the same chain as odir_bound's, on N×K features, with W = I + Δ
     loss = _StructuredLoss(x, y, True, 1.0, 1.0, 1.0)
     d_delta, d_b = loss.unpack(np.abs(v))
@@ -95,6 +94,7 @@ def test_sms_float32_product_is_the_float64_one_within_float32_rounding(monkeypa
 def test_the_step_takes_the_probabilities_of_the_last_gradient_unchanged(economy, monkeypatch):
     """After loss_grad(θ) the operator at θ reuses its probabilities: the same numbers, to the bit, as when they
     are computed afresh (a gradient elsewhere in between must not leak into the step)."""
+    monkeypatch.setattr(solver, "FLOAT32_CLASSES", 20 if economy else 200)
     if economy:
         monkeypatch.setattr(solver, "ECONOMY_CLASSES", 10)
     rng = np.random.default_rng(11)

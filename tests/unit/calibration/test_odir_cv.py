@@ -200,7 +200,9 @@ def test_cv_is_no_worse_on_the_corpus_test_split_than_the_fixed_weights(classifi
 
 
 @pytest.mark.parametrize("method", FULL)
-def test_the_hessian_operator_is_the_gradients_derivative(method):
+def test_the_hessian_operator_is_the_gradients_derivative(method, monkeypatch):
+    """In float64 (its float32 products: test_economy.py), within central differences' error."""
+    monkeypatch.setattr("trustcal.calibration.solver.FLOAT32_CLASSES", 200)
     z, y = many_class_logits(800, 25, seed=9)
     x = z if method == "matrix" else log_softmax(z)
     loss = _ScalingLoss(x, y, True, 30.0, 3.0, centred=False)
@@ -368,16 +370,20 @@ def test_a_step_not_converged_after_refine_after_products_restarts_with_the_refi
 
 
 @pytest.mark.parametrize("method", FULL)
-@pytest.mark.parametrize("economy_classes, refine_after", [(200, 6), (10, 6), (200, 1)])
+@pytest.mark.parametrize(
+    "float32_classes, economy_classes, refine_after", [(200, 200, 251), (20, 10, 6), (200, 200, 1)]
+)
 def test_past_the_newton_limit_the_cv_fit_meets_the_kkt_conditions_at_its_weights(
-    method, economy_classes, refine_after, monkeypatch
+    method, float32_classes, economy_classes, refine_after, monkeypatch
 ):
     """K = 30: the final fit (truncated Newton steps from the folds' average map) converges, and the gradient of
     Kull et al.'s objective at the chosen λ and μ, written out here, vanishes at the reported W and b up to the
     stopping rule: it bounds the gradient in units x/σ, so component (i, j) of W's is ≤ tol·σ_j, b's ≤ tol.
-    With the operator's economies of more than ECONOMY_CLASSES classes (float32 products and Gram matrix,
-    curvatures from every third sample), the same: the gradient and the stopping test are float64's. And with
-    every step's conjugate gradients refining their preconditioner after one product (_class_rows), the same."""
+    Three ways to the same: float64 operators that never refine their preconditioner; the operator's economies
+    (float32 products and Gram matrix, curvatures from every third sample), since the gradient and the stopping
+    test are float64's; every step's conjugate gradients refining their preconditioner after one product
+    (_class_rows)."""
+    monkeypatch.setattr("trustcal.calibration.solver.FLOAT32_CLASSES", float32_classes)
     monkeypatch.setattr("trustcal.calibration.solver.ECONOMY_CLASSES", economy_classes)
     monkeypatch.setattr("trustcal.calibration.scaling_loss.REFINE_AFTER", refine_after)
     monkeypatch.setattr("trustcal.calibration.solver.PRECONDITIONER_ROWS", 500)

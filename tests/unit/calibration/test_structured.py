@@ -80,14 +80,15 @@ def test_svs_refuses_the_off_diagonal_option():
         fit_calibrator("svs", z, y, lambda_off_diagonal=1.0)
 
 
-@pytest.mark.parametrize("economy_classes", [200, 10])
-def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_minimum(economy_classes, monkeypatch):
+@pytest.mark.parametrize("float32_classes", [200, 20])
+def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_minimum(float32_classes, monkeypatch):
     """sms past OPERATOR_CLASSES classes: the operator's product is the gradient's derivative (central
     differences), and the fit it reaches is L-BFGS's at a tight tolerance (the objective is strictly convex:
-    one minimum); with its products in float32, as past ECONOMY_CLASSES classes, the same minimum."""
+    one minimum); with its products in float32 (past FLOAT32_CLASSES classes) or float64, the same minimum."""
     from trustcal.calibration import structured
     from trustcal.calibration.structured import _StructuredLoss
 
+    monkeypatch.setattr("trustcal.calibration.solver.FLOAT32_CLASSES", 200)  # the derivative check in float64
     z, y = many_class_logits(1200, 25, seed=5)
     loss = _StructuredLoss(mixed_log_proba(z, 1.3, 1 / 1201), y, True, 1.0, 1.0, 1.0)
     rng = np.random.default_rng(6)
@@ -99,7 +100,7 @@ def test_past_the_operator_limit_sms_takes_truncated_newton_steps_to_the_same_mi
     assert (op.diagonal > 0).all()
     lbfgs = fit_calibrator("sms", z, y, tol=1e-10)
     monkeypatch.setattr(structured, "OPERATOR_CLASSES", 20)
-    monkeypatch.setattr("trustcal.calibration.solver.ECONOMY_CLASSES", economy_classes)
+    monkeypatch.setattr("trustcal.calibration.solver.FLOAT32_CLASSES", float32_classes)
     newton = fit_calibrator("sms", z, y, tol=1e-10)
     assert newton.converged and newton.iterations < lbfgs.iterations
     # both stop at a projected gradient ≤ 1e-10 per component, ~1e-8 in NLL for a curvature ~1e-4 (the weakest)

@@ -274,9 +274,9 @@ class _ScalingLoss:
         rank-one term along the features' main direction v, matched to the block's curvature along v (the
         log-probabilities of Dirichlet calibration share a large common part, −log Σ exp z, that makes their
         weights move together); the couplings between these blocks are left out. With ODIR's weights
-        strong, the off-diagonal weights are nearly uncoupled and M is close to H. Past ECONOMY_CLASSES classes
-        the products and M's Gram matrix run in float32, and the off-diagonal weights' curvatures are averaged
-        over a sample (:func:`~trustcal.calibration.solver.economy`); the 2K×2K block keeps every sample (from
+        strong, the off-diagonal weights are nearly uncoupled and M is close to H. Past FLOAT32_CLASSES classes
+        the products and M's Gram matrix run in float32, past ECONOMY_CLASSES the off-diagonal weights' curvatures
+        are averaged over a sample (:func:`~trustcal.calibration.solver.economy`); the 2K×2K block keeps every sample (from
         a sample, its classes' curvatures rest on a few samples each, and matrix scaling's conjugate gradients
         took 42 products where they took 5 at 25,000 × 1,000). Up to REFINE_MAX_CLASSES classes, a step whose
         conjugate gradients have not converged after REFINE_AFTER products goes on with the closer M of
@@ -304,7 +304,7 @@ class _ScalingLoss:
             return HessianOperator(product, *self._class_rows(p))
         px = p * xt
         g = np.concatenate([px, p])
-        economical = ops["xt"].dtype == np.float32
+        economical = ops["xt"].dtype == np.float32  # the Gram matrix in float32 too
         gram = gram32(g) if economical else g @ g.T
         h = -gram  # the (d, c) block: Σ_n (diag p − p pᵀ) ⊗ [x_na x_nb, x_na; x_nb, 1] at each class's own feature
         idx = np.arange(k)

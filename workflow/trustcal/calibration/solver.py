@@ -32,9 +32,11 @@ ARMIJO_C = 1e-4  # sufficient decrease: the loss falls by at least this fraction
 ARMIJO_HALVINGS = 50  # step halvings before a Newton step counts as stalled
 
 CG_MAX_ITER = 250  # conjugate-gradient iterations per truncated Newton step
-# Past ECONOMY_CLASSES classes the operators of truncated Newton steps economise where only the conjugate
-# gradients see them (:func:`economy`): the gradient, the loss and the stopping test stay float64 on every
-# sample, so the optimum reached is the same to the tolerance (docs/method.md §2.9)
+# The operators of truncated Newton steps economise where only the conjugate gradients see them (:func:`economy`):
+# the gradient, the loss and the stopping test stay float64 on every sample, so the optimum reached is the same
+# to the tolerance (docs/method.md §2.9). Past FLOAT32_CLASSES classes (ODIR's operator runs past 20, SMS's past
+# 100) their products H v run in float32; past ECONOMY_CLASSES, ODIR's preconditioner also averages over a sample.
+FLOAT32_CLASSES = 20
 ECONOMY_CLASSES = 200
 PRECONDITIONER_ROWS = 5000
 
@@ -56,12 +58,11 @@ class HessianOperator:
 
 
 def economy(n: int, k: int) -> tuple[type, slice]:
-    """(dtype, samples) of a Hessian operator on N×K features: past ECONOMY_CLASSES classes its products H v run
-    in float32 (half float64's time), and its preconditioner's costliest averages over the samples are taken
-    over at most PRECONDITIONER_ROWS of them (every m-th); float64 on every sample below."""
-    if k <= ECONOMY_CLASSES:
-        return np.float64, slice(None)
-    return np.float32, slice(None, None, -(-n // PRECONDITIONER_ROWS))
+    """(dtype, samples) of a Hessian operator on N×K features: past FLOAT32_CLASSES classes its products H v run
+    in float32 (at K = 100, 0.8× the fit's time), past ECONOMY_CLASSES its preconditioner's costliest averages
+    over the samples are taken over at most PRECONDITIONER_ROWS of them (every m-th)."""
+    dtype = np.float32 if k > FLOAT32_CLASSES else np.float64
+    return dtype, slice(None) if k <= ECONOMY_CLASSES else slice(None, None, -(-n // PRECONDITIONER_ROWS))
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ class _StructuredLoss:
         """H at θ of the full map (``sms``) as an operator, for its truncated Newton steps past OPERATOR_CLASSES
         classes: a product H v costs two products of N×K by K×K, what a gradient costs (L-BFGS took 54
         iterations, unconverged, and 224 s at K = 1,000, N = 25,000); the preconditioner is H's diagonal, the
-        NLL's (1/N) Σ_n p_na (1 − p_na) x_nj² plus the ridge's. Past ECONOMY_CLASSES classes the products run
+        NLL's (1/N) Σ_n p_na (1 − p_na) x_nj² plus the ridge's. Past FLOAT32_CLASSES classes the products run
         in float32 (:func:`~trustcal.calibration.solver.economy`)."""
         n, k = self.n, self.k
         if self._operand is None:
