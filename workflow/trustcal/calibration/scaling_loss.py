@@ -362,15 +362,16 @@ class _ScalingLoss:
 
     def _class_rows(self, p: np.ndarray):
         """(r ↦ M⁻¹ r, M's diagonal) for the M that keeps, of H at probabilities ``p``, each class a's exact
-        block of its row (W'_a1 … W'_aK, c_a): (1/N) Σ_n p_na (1 − p_na) [x_n; 1][x_n; 1]ᵀ plus ODIR's weights on W'_aj (j ≠ a)
-        and the intercept penalty's on c_a; the couplings between classes (−p_na p_nb) are left out. At
-        5,000 × 100 (real CIFAR-100 predictions) the conjugate gradients reach 10⁻³ of the residual in 5–6
-        products where the M of :meth:`hessian_operator` takes 20–260, most where ODIR's λ is weak: that M
-        leaves out the couplings within a row, between the uncentred features and between the off-diagonal
-        weights and the class's scale and bias. Its data part, K Gram matrices of (K+1)×N (in float32, float64
-        where a block's Cholesky fails), costs about K/8 products H v: it is computed once, at the probabilities
-        of the first step that asks for it, and kept for the later steps and fits of this loss (an M from nearby
-        probabilities is still a close one; the penalty, which the path changes, is added afresh)."""
+        block of its row (W'_a1 … W'_aK, c_a): (1/N) Σ_n p_na (1 − p_na) a_n a_nᵀ with a_n = (x_n, 1), plus
+        ODIR's weights on W'_aj (j ≠ a) and the intercept penalty's on c_a; the couplings between classes
+        (−p_na p_nb) are left out. At 5,000 × 100 (real CIFAR-100 predictions) the conjugate gradients reach
+        10⁻³ of the residual in 5–6 products where the M of :meth:`hessian_operator` takes 20–260, most where
+        ODIR's λ is weak: that M leaves out the couplings within a row, between the uncentred features and
+        between the off-diagonal weights and the class's scale and bias. Its data part, K Gram matrices of
+        (K+1)×N (in float32, float64 where a block's Cholesky fails), costs about K/8 products H v: it is
+        computed once, at the probabilities of the first step that asks for it, and kept for the later steps
+        and fits of this loss (an M from nearby probabilities is still a close one; the penalty, which the
+        path changes, is added afresh)."""
         k, n, off, n_off = self.k, self.n, self.off, self.n_off
         if self._blocks is None:
             idx = np.arange(k)

@@ -59,7 +59,7 @@ class HessianOperator:
 
 def economy(n: int, k: int) -> tuple[type, slice]:
     """(dtype, samples) of a Hessian operator on N×K features: past FLOAT32_CLASSES classes its products H v run
-    in float32 (at K = 100, 0.8× the fit's time), past ECONOMY_CLASSES its preconditioner's costliest averages
+    in float32 (half float64's time), past ECONOMY_CLASSES its preconditioner's costliest averages
     over the samples are taken over at most PRECONDITIONER_ROWS of them (every m-th)."""
     dtype = np.float32 if k > FLOAT32_CLASSES else np.float64
     return dtype, slice(None) if k <= ECONOMY_CLASSES else slice(None, None, -(-n // PRECONDITIONER_ROWS))
