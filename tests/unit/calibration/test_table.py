@@ -53,3 +53,11 @@ def test_states_that_do_not_fit_together_are_refused_with_their_message():
         IsotonicCalibration.from_state(dict(n_classes=2, converged=True, at_bound=False, iterations=0, x=x, y=y))
     with pytest.raises(ValueError, match="not a 'histogram' calibrator's state: iterations missing"):
         HistogramBinning.from_state(dict(n_classes=2, converged=True, at_bound=False, values=np.zeros((2, 3))))
+
+
+def test_the_identity_fallback_says_whether_the_fit_had_converged():
+    from trustcal.calibration.scaling import TemperatureScaling
+
+    for converged, said in ((False, "(after 7 iterations, not converged), so"), (True, "(after 7 iterations), so")):
+        cal = TemperatureScaling(3, 1.0, converged=converged, iterations=7, identity_fallback=True)
+        assert said in dict(cal.diagnostics())["calibrator_identity_fallback"]

@@ -58,6 +58,40 @@ MODULE = textwrap.dedent(
         def fit(self, x, labels):
             pass
 
+    class RaisingFit:
+        def fit(self, x, labels):
+            raise RuntimeError("no  data")
+
+        def predict_proba(self, x):
+            return x
+
+
+    class RaisingPredict:
+        def fit(self, x, labels):
+            pass
+
+        def predict_proba(self, x):
+            raise ValueError("shape   mismatch")
+
+
+    class Identity:
+        """Takes probabilities and gives them back; refuses anything else."""
+
+        inputs = "probabilities"
+
+        def fit(self, p, labels):
+            self.check(p)
+
+        def predict_proba(self, p):
+            return self.check(p)
+
+        @staticmethod
+        def check(p):
+            if not (np.all(p >= 0) and np.allclose(p.sum(axis=1), 1)):
+                raise ValueError("not probabilities")
+            return p
+
+
     def helper():
         pass
     '''
@@ -108,7 +142,8 @@ def test_a_users_calibrator_fits_predicts_and_is_rebuilt_from_its_state(user_mod
             "usercal:GridTemp",
             None,
             "calibrator 'usercal:GridTemp': module usercal ({file}) has no GridTemp (did you mean 'GridTemperature'?) "
-            "(its calibrator classes: GridTemperature, Sharpen); fix the import path (package.module:Class)",
+            "(its calibrator classes: GridTemperature, Identity, RaisingFit, RaisingPredict, Sharpen); fix the import "
+            "path (package.module:Class)",
         ),
         (
             "nosuchmodule:Cal",
@@ -137,6 +172,33 @@ def test_each_way_a_users_calibrator_is_wrong_is_one_line_with_the_fix(user_modu
     with pytest.raises(UserCalibratorError) as err:
         fit_calibrator(path, *many_class_logits(50, 3, seed=0), **(options or {}))
     assert str(err.value) == expected
+
+
+def test_a_fit_or_prediction_that_raises_is_one_line_with_its_error_and_the_fix(user_module):
+    z, y = many_class_logits(50, 3, seed=0)
+    for path, line in (
+        (
+            "usercal:RaisingFit",
+            "calibrator 'usercal:RaisingFit': fit on the 50 × 3 fit split failed (RuntimeError: no data). "
+            "Fix: correct its fit(x, labels)",
+        ),
+        (
+            "usercal:RaisingPredict",
+            "calibrator 'usercal:RaisingPredict': predict_proba on 50 × 3 failed (ValueError: shape mismatch). "
+            "Fix: correct its predict_proba(x)",
+        ),
+    ):
+        with pytest.raises(UserCalibratorError) as err:
+            fit_calibrator(path, z, y)
+        assert str(err.value) == line
+
+
+def test_a_calibrator_that_takes_probabilities_is_given_probabilities(user_module, split):
+    """``inputs = "probabilities"``: fit and predict_proba get the softmax of the logits (Identity refuses
+    anything else), so the calibrated probabilities are the raw ones."""
+    (zf, yf), (zt, _) = split
+    cal = fit_calibrator("usercal:Identity", zf, yf)
+    np.testing.assert_allclose(cal.predict_proba(zt), softmax(zt), rtol=1e-12)
 
 
 def test_rows_that_do_not_sum_to_one_stop_the_first_fit(user_module):

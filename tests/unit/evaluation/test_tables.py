@@ -80,3 +80,12 @@ def test_the_side_tables_are_numbered_from_zero():
     for name in ("trust_spectrum", "reliability", "trust_density", "smooth_reliability"):
         assert tables[name].index.equals(pd.RangeIndex(len(tables[name]))), name
         assert list(tables[name]["epoch"].unique()) == [1, 2], name
+
+
+def test_the_trust_table_is_keyed_by_epoch_and_calibrator_alone():
+    """trust.csv holds the test split only: no split column beside its keys."""
+    from trustcal.evaluation import trust_table
+
+    table = trust_table([VAL, TEST], TrustParams())
+    assert list(table.columns[:2]) == ["epoch", "calibrator"] and "split" not in table.columns
+    assert set(table["epoch"]) == {3}

@@ -149,3 +149,9 @@ def test_the_bootstrap_of_the_scores_needs_no_b_by_n_float32_copy_of_the_counts(
         tracemalloc.stop()
     float32_copy = counts.size * 4
     assert peak < 0.75 * float32_copy, f"peak {peak / 2**20:.0f} MB"
+
+
+def test_selective_scores_refuse_counts_of_another_size():
+    counts = resample_counts(3, BootstrapParams(resamples=5))
+    with pytest.raises(ValueError, match=r"^counts have 3 samples, the hits 4, the scores 4$"):
+        bootstrap_selective_scores({"confidence": np.ones(4)}, np.ones(4), counts)

@@ -32,6 +32,8 @@ def test_fpr_at_95_tpr_by_hand():
     assert fpr_at_tpr(inside, outside, tpr=1.0) == pytest.approx(5 / 6)  # threshold 1
     with pytest.raises(ValueError, match="both sides"):
         fpr_at_tpr([], [1])
+    with pytest.raises(ValueError, match="^scores must be finite$"):
+        auroc([0.1, np.inf], [0.2])
 
 
 def test_negative_entropy():

@@ -786,3 +786,17 @@ def test_documented_defaults_and_the_empty_bins_message():
     table = M.geometric_bins(probs, labels)
     pd.testing.assert_frame_equal(table, M.geometric_bins(probs, labels, eps=0.01, n_bins=10))
     assert table["singular"].dtype == bool
+
+
+def test_a_class_index_outside_the_classes_is_refused_with_the_range():
+    with pytest.raises(ValueError, match=r"^class_index must lie in \[0, 4\), got 4$"):
+        M.reliability_curve(HAND_P, HAND_Y, n_bins=10, class_index=4)
+
+
+def test_the_trust_density_is_drawn_on_density_points_points_of_the_unit_interval():
+    from trustcal.measures.bins import TopLabel
+    from trustcal.measures.metric_params import MetricParams
+
+    table = M.trust_density_table_of(TopLabel.of(HAND_P, HAND_Y), MetricParams(density_points=7))
+    for _, curve in table.groupby("label"):
+        np.testing.assert_allclose(curve["trust"], np.linspace(0.0, 1.0, 7))

@@ -618,3 +618,16 @@ def test_coverage_of_score_differences_between_two_models(design, seeds):
             lo, hi = np.quantile(d[..., 1:].mean(1), [0.025, 0.975], axis=-1, method="weibull")
             test_only = float(np.mean((lo <= target) & (target <= hi)))
             assert test_only < LEVEL - tol, (name, test_only)
+
+
+def test_paired_arrays_refuse_replicates_of_another_bootstrap():
+    probs, labels = _predictions()
+    kept: dict = {}
+    score_tables(
+        [PredictionSet(1, "none", "test", probs, labels)],
+        MetricParams(),
+        bootstrap=BootstrapParams(resamples=4, seed=9),
+        kept=kept,
+    )
+    with pytest.raises(ValueError, match=r"^the kept replicates have \[4\] resamples, the bootstrap 5$"):
+        paired_arrays(kept, BootstrapParams(resamples=5, seed=9))
