@@ -55,7 +55,7 @@ def stage(root: Path) -> None:
         shutil.copy(REPO / name, root / name)
 
 
-def test_env() -> dict[str, str]:
+def environment() -> dict[str, str]:
     """The tests' environment: hypothesis replays a fixed sequence (CI), and the tests that read the shared
     folder find it beside this repository, not beside the staged copy."""
     return {"TRUSTCAL_SHARED": str(REPO.parent / "shared"), **os.environ, "PYTHONDONTWRITEBYTECODE": "1", "CI": "1"}
@@ -63,7 +63,7 @@ def test_env() -> dict[str, str]:
 
 def mutmut(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("mutmut")
-    env = test_env()
+    env = environment()
     return subprocess.run([str(exe), *args], cwd=STAGE, env=env, check=check, text=True, capture_output=True)
 
 
@@ -92,7 +92,7 @@ def results() -> dict[str, str]:
 
 def recheck(names: list[str], tests: list[str]) -> int:
     """Each of ``names`` against ``tests`` (module docstring); 1 if one survives or the clean run fails."""
-    env = dict(test_env(), PYTHONPATH=str(STAGE / "mutants" / "src"))
+    env = dict(environment(), PYTHONPATH=str(STAGE / "mutants" / "src"))
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider", "-p", "no:xdist"]
     survived = 0
     for name in ["", *names]:  # "": the trampolines run the original code

@@ -312,6 +312,35 @@ def test_the_refined_preconditioner_solves_each_classs_row_block(method):
         np.testing.assert_allclose(diag[a], np.diag(block), rtol=6 * np.sqrt(n) * U32 * 10)
 
 
+def test_the_refined_preconditioner_falls_back_to_float64_where_a_float32_block_is_not_positive_definite():
+    """A float32 Gram matrix whose Cholesky fails (one block made indefinite here) is summed again in float64,
+    and M⁻¹ is then that of the float64 blocks; a float64 one that fails is an error."""
+    z, y = many_class_logits(800, 25, seed=9)
+    theta = None
+    refined = {}
+    for broken in (False, True):
+        loss = _ScalingLoss(z, y, True, 30.0, 3.0, centred=False)
+        theta = loss.identity() if theta is None else theta
+        exact = loss._row_gram
+
+        def row_gram(p, dtype, exact=exact, broken=broken):
+            gram = exact(p, np.float64 if not broken else dtype)
+            if broken and dtype == np.float32:
+                gram[3, 0, 0] = -1.0
+            return gram
+
+        loss._row_gram = row_gram
+        refined[broken] = (loss.hessian_operator_function()(theta).refine(), loss)
+    r = np.random.default_rng(3).normal(size=theta.size)
+    assert refined[True][1]._gram.dtype == np.float64
+    np.testing.assert_array_equal(refined[True][0](r), refined[False][0](r))
+    loss = refined[True][1]
+    loss._gram[3, 0, 0] = -1.0
+    loss.set_penalty(30.0, 3.0)  # the blocks are factorised again, from the float64 Gram matrix kept
+    with pytest.raises(np.linalg.LinAlgError):
+        loss.hessian_operator(theta)
+
+
 def test_the_conjugate_gradients_stop_once_the_models_gradient_is_below_half_the_tolerance():
     """H s = −g on an ill-conditioned quadratic: with a tolerance, the step's residual −g − H s (the gradient the
     quadratic model predicts after the step) has every component below half of it, in fewer products than the

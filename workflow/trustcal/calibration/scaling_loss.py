@@ -275,10 +275,10 @@ class _ScalingLoss:
         log-probabilities of Dirichlet calibration share a large common part, −log Σ exp z, that makes their
         weights move together); the couplings between these blocks are left out. With ODIR's weights
         strong, the off-diagonal weights are nearly uncoupled and M is close to H. Past FLOAT32_CLASSES classes
-        the products and M's Gram matrix run in float32, past ECONOMY_CLASSES the off-diagonal weights' curvatures
-        are averaged over a sample (:func:`~trustcal.calibration.solver.economy`); the 2K×2K block keeps every sample (from
-        a sample, its classes' curvatures rest on a few samples each, and matrix scaling's conjugate gradients
-        took 42 products where they took 5 at 25,000 × 1,000). Up to REFINE_MAX_CLASSES classes, a step whose
+        the products and M's Gram matrix run in float32, past ECONOMY_CLASSES the off-diagonal weights'
+        curvatures are averaged over a sample (:func:`~trustcal.calibration.solver.economy`); the 2K×2K block
+        keeps every sample (from a sample, its classes' curvatures rest on a few samples each, and matrix
+        scaling's conjugate gradients took 42 products where they took 5 at 25,000 × 1,000). Up to REFINE_MAX_CLASSES classes, a step whose
         conjugate gradients have not converged after REFINE_AFTER products goes on with the closer M of
         :meth:`_class_rows`, and so do the later steps of this loss."""
         from scipy import linalg
@@ -372,34 +372,29 @@ class _ScalingLoss:
         computed once, at the probabilities of the first step that asks for it, and kept for the later steps
         and fits of this loss (an M from nearby probabilities is still a close one; the penalty, which the
         path changes, is added afresh)."""
-        k, n, off, n_off = self.k, self.n, self.off, self.n_off
+        k, off, n_off = self.k, self.off, self.n_off
+        idx, ends = np.arange(k), np.arange(k + 1)
         if self._blocks is None:
-            idx = np.arange(k)
             penalty = np.concatenate([np.where(off, self.reg, 0.0), np.full((k, 1), self.c_mu * (1 - 1 / k))], 1)
-            kept = self._gram is not None and self._gram.dtype == np.float64
-            for dtype in (np.float64,) if kept else (np.float32, np.float64):
-                if self._gram is None or self._gram.dtype != dtype:
-                    feat = np.concatenate([self.xs, np.ones((n, 1))], axis=1).astype(dtype)
-                    root = np.sqrt(p * (1 - p)).astype(dtype)
-                    gram = np.empty((k, k + 1, k + 1), dtype)
-                    for a in range(k):
-                        m = feat * root[a][:, None]
-                        gram[a] = m.T @ m  # one symmetric rank-N update
-                    gram /= n
-                    self._gram = gram
+
+            def factor():
                 blocks = self._gram.astype(np.float64)
-                blocks[:, np.arange(k + 1), np.arange(k + 1)] += penalty
-                try:
-                    inverse = np.linalg.inv(np.linalg.cholesky(blocks))
-                    break
-                except np.linalg.LinAlgError:  # float32's rounding: the blocks again in float64
-                    if dtype is np.float64:
-                        raise
-            diagonal = blocks[:, np.arange(k + 1), np.arange(k + 1)]  # M's, for the components held at a bound
+                blocks[:, ends, ends] += penalty
+                return blocks, np.linalg.inv(np.linalg.cholesky(blocks))
+
+            if self._gram is None:
+                self._gram = self._row_gram(p, np.float32)
+            try:
+                blocks, inverse = factor()
+            except np.linalg.LinAlgError:  # float32's rounding: the blocks again in float64
+                if self._gram.dtype == np.float64:
+                    raise
+                self._gram = self._row_gram(p, np.float64)
+                blocks, inverse = factor()
+            diagonal = blocks[:, ends, ends]  # M's, for the components held at a bound
             diagonal = np.concatenate([diagonal[idx, idx], diagonal[:, :k][off], diagonal[:, k]])
             self._blocks = (np.swapaxes(inverse, 1, 2) @ inverse, diagonal)  # (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹
         inverse, diagonal = self._blocks
-        idx = np.arange(k)
 
         def precondition(r):
             rows = np.empty((k, k + 1))
@@ -410,6 +405,17 @@ class _ScalingLoss:
             return np.concatenate([solved[idx, idx], solved[:, :k][off], solved[:, k]])
 
         return precondition, diagonal
+
+    def _row_gram(self, p: np.ndarray, dtype) -> np.ndarray:
+        """K×(K+1)×(K+1): for each class a, (1/N) Σ_n p_na (1 − p_na) a_n a_nᵀ with a_n = (x_n, 1), summed in
+        ``dtype`` (each a symmetric rank-N update)."""
+        feat = np.concatenate([self.xs, np.ones((self.n, 1))], axis=1).astype(dtype)
+        root = np.sqrt(p * (1 - p)).astype(dtype)
+        gram = np.empty((self.k, self.k + 1, self.k + 1), dtype)
+        for a in range(self.k):
+            m = feat * root[a][:, None]
+            gram[a] = m.T @ m
+        return gram / self.n
 
     def separates(self, w: np.ndarray, c: np.ndarray) -> bool:
         """The map (W', c) classifies every sample correctly: its true class's score above every other."""
