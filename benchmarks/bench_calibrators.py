@@ -318,6 +318,10 @@ def main() -> None:
     args = parser.parse_args()
     classes = tuple(int(c) for c in args.classes.split(",") if c)
     methods = tuple(m for m in args.methods.split(",") if m)
+    if args.records and not any(args.records.glob("*-cifar-100.npz")):
+        parser.error(
+            f"--records {args.records}: no netcal CIFAR-100 records (*-cifar-100.npz) there; give their folder"
+        )
     if args.json:
         print(json.dumps(measure(args.repeats, classes, args.max_classes, args.timeout, methods, args.records)))
         return
