@@ -194,6 +194,21 @@ def test_study_report_costs_only_writes_into_the_run(hand_run, tmp_path):
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "no benchmark files" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ((), "give RUN_DIR, or --keep-paper with --beyond"),
+        (("run", "--keep-paper", "--beyond", "other"), "give RUN_DIR, or --keep-paper with --beyond"),
+        (("--keep-paper",), "--keep-paper reads only --beyond runs"),
+    ],
+)
+def test_study_report_says_which_runs_it_needs_before_reading_any(args, says, tmp_path):
+    """Neither a run nor --keep-paper, both, or --keep-paper with no run beyond the paper's to read: argparse's
+    usage and one line saying what to give, exit 2, nothing written."""
+    proc = study_report(*args)
+    assert proc.returncode == 2 and says in proc.stderr.splitlines()[-1] and "Traceback" not in proc.stderr
+
+
 @pytest.mark.slow
 def test_every_job_of_the_tiny_run_has_its_cost(finished, tmp_path):
     costs = read_costs(finished / "results")

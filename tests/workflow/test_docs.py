@@ -106,3 +106,17 @@ def test_the_readme_says_what_each_command_needs():
         assert f"make {command}" in after, command  # each command of the block is explained below it
     assert "download: false" in after and "docs/usage.md#the-datasets" in after
     assert "need only Python 3.11+ and network access to PyPI" not in own
+
+
+def test_the_benchmark_records_the_docs_cite_are_committed():
+    """Every `benchmarks/records/...` path a page names is in the repository and tracked by git (not in an
+    ignored folder, as the scratch benchmarks/results/ is), so the number beside it can be checked."""
+    pages = [REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("benchmarks/*.md")]
+    cited = {m for p in pages for m in re.findall(r"benchmarks/records/[\w.-]+(?:/[\w.-]+)*", p.read_text())}
+    cited = {c for c in cited if "DATE" not in c}  # the folder a new GPU check is told to write
+    assert cited, "no record cited: the pattern no longer matches the pages"
+    tracked = subprocess.run(
+        ["git", "ls-files", "benchmarks/records"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    for path in sorted(cited):
+        assert any(t == path or t.startswith(path.rstrip("/") + "/") for t in tracked), f"{path}: not committed"

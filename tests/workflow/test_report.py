@@ -256,6 +256,13 @@ def test_study_report_adds_a_run_beyond_the_papers(finished, tmp_path):
     assert (study / "c10_sgd_trust_grid.png").stat().st_size > 10_000
     links = re.findall(r"\]\(([^)\s]+)\)", full)
     assert all((study / link).is_file() for link in links), links
+    # only the run beyond the paper's read again, the paper's runs kept from report.json: the same documents
+    before = (study / "study.md").read_text()
+    assert (
+        write_study(None, repo, None, "snakemake --cores 2", beyond=[(other, "snakemake --configfile tiny.yaml")])
+        == block
+    )
+    assert (study / "study.md").read_text() == before
     # the paper's runs again with the run beyond kept from report.json, its directory gone: the same section
     shutil.rmtree(other)
     again = write_study(finished, repo, None, "snakemake --cores 2", keep_beyond=True)

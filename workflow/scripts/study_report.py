@@ -2,6 +2,7 @@
 
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR [--author-predictions DIR] [--beyond OTHER_RUN_DIR ...]
         [--keep-beyond]
+    .venv/bin/python workflow/scripts/study_report.py --keep-paper --beyond OTHER_RUN_DIR
     .venv/bin/python workflow/scripts/study_report.py RUN_DIR --costs-only
     .venv/bin/python workflow/scripts/study_report.py --ranking-only results/study
 
@@ -12,7 +13,10 @@ RUN_DIR is the directory the study ran in (its results/ and .snakemake/log/), e.
 under setups: (e.g. workflow/study/resnet20.yaml's cifar10_resnet20): a section each in study.md with
 the general claims judged on it, and a paragraph in the README block.
 With --keep-beyond the runs beyond the paper's are kept from the committed results/study/report.json (their
-run directories need not exist), after any --beyond ones.
+run directories need not exist), after any --beyond ones; a --beyond run replaces the kept one of its setup.
+With --keep-paper (and no RUN_DIR) the paper's runs too are kept from report.json as they are, with the
+runs beyond them: when only a run beyond the paper's was run again (e.g. the ResNet-20 study, in its own
+directory).
 With --costs-only it writes only what each job of RUN_DIR cost (from its results/benchmarks/: costs.csv,
 costs_summary.csv, costs.md), into RUN_DIR/results/study/: any finished run, e.g. to size cluster requests.
 With --ranking-only the directory is a study's results/study/ (the committed one, say): which calibrator wins,
@@ -39,7 +43,10 @@ COMMAND = (
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "run_dir", type=Path, help="the directory the study ran in (with --ranking-only: a results/study/ directory)"
+        "run_dir",
+        type=Path,
+        nargs="?",
+        help="the directory the study ran in (with --ranking-only: a results/study/ directory; none with --keep-paper)",
     )
     parser.add_argument(
         "--author-predictions",
@@ -71,6 +78,12 @@ def main(argv=None) -> int:
         "tables and figures already in results/study/), e.g. when only the paper's runs were run again",
     )
     parser.add_argument(
+        "--keep-paper",
+        action="store_true",
+        help="keep the paper's runs of the committed results/study/report.json as they are (no RUN_DIR), and the "
+        "runs beyond them but those of --beyond, which are read again",
+    )
+    parser.add_argument(
         "--costs-only",
         action="store_true",
         help="write only the cost tables of RUN_DIR's jobs, into RUN_DIR/results/study/ (not this repository)",
@@ -81,6 +94,10 @@ def main(argv=None) -> int:
         help="only the calibrator ranking, from the tables of the results/study/ directory given (no run needed)",
     )
     args = parser.parse_args(argv)
+    if args.keep_paper == (args.run_dir is not None):
+        parser.error("give RUN_DIR, or --keep-paper with --beyond OTHER_RUN_DIR (the paper's runs as committed)")
+    if args.keep_paper and (not args.beyond or args.costs_only or args.ranking_only):
+        parser.error("--keep-paper reads only --beyond runs: name one with --beyond OTHER_RUN_DIR")
     if args.ranking_only:
         study = args.run_dir.resolve()
         if not study.is_dir():
@@ -96,16 +113,17 @@ def main(argv=None) -> int:
     if len(args.beyond_command) > len(args.beyond):
         parser.error("--beyond-command: one per --beyond at most")
     author = None if str(args.author_predictions) == "none" else args.author_predictions
-    results = args.run_dir.resolve() / "results"
+    run_dir = None if args.keep_paper else args.run_dir.resolve()
     beyond = [(d.resolve(), c) for d, c in zip(args.beyond, args.beyond_command + [None] * len(args.beyond))]
     try:
         if args.costs_only:
+            results = run_dir / "results"
             _, _, lines = write_costs(results, results / "study")
             print("\n".join(lines))
             print(f"written: {results / 'study'}/costs.csv, costs_summary.csv, costs.md")
             return 0
         write_study(
-            args.run_dir.resolve(),
+            run_dir,
             REPO,
             author,
             args.command,

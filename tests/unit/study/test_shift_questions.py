@@ -139,3 +139,21 @@ def test_the_study_writes_the_shift_tables_answers_and_figures_of_a_run_that_has
     assert render.dataset_body(DatasetSection("mnist", "MNIST", "", "", [0], 5, [], [])) == render.dataset_body(
         DatasetSection("mnist", "MNIST", "", "", [0], 5, [], [], shift=[])
     )
+
+
+def test_the_readme_lists_the_shift_answers_of_the_runs_beyond_the_papers_after_the_papers():
+    """render.shift_summary: one line per answer of every run that has them, the paper's runs first, then each
+    run beyond the paper's (the ResNet-20 study's), each named with its data note's label; none: no lines."""
+    from types import SimpleNamespace
+
+    from trustcal.study import render
+    from trustcal.study.report import DatasetSection
+
+    paper = DatasetSection("mnist", "MNIST", "", "", [0], 5, [], [], shift=["a1", "b1"])
+    quiet = DatasetSection("cifar10", "CIFAR-10", "JPEG-derived images", "", [0], 5, [], [])
+    other = DatasetSection("cifar10_resnet20", "CIFAR-10 (ResNet-20)", "JPEG-derived images", "", [0], 5, [], [])
+    other.shift = ["a2"]
+    report = SimpleNamespace(datasets=[paper, quiet], beyond=[SimpleNamespace(datasets=[other])])
+    lines = render.shift_summary(report)
+    assert lines[2:] == ["- MNIST: a1", "- MNIST: b1", "- CIFAR-10 (ResNet-20) (JPEG-derived images): a2", ""]
+    assert render.shift_summary(SimpleNamespace(datasets=[quiet], beyond=[SimpleNamespace(datasets=[])])) == []

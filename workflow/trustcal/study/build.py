@@ -172,7 +172,7 @@ def _histories(results: Path, runs: Mapping[str, Sequence[int]]) -> list[Path]:
 
 
 def build_report(
-    run_dir: Path,
+    run_dir: Path | None,
     out: Path,
     author_dir: Path | None,
     command: str,
@@ -184,10 +184,21 @@ def build_report(
     the paper's of ``beyond`` ((run directory, its command or None), :func:`beyond_run`); writes the files
     the report shows into ``out`` (with the calibrator ranking, :func:`~trustcal.study.ranking_figure.write_ranking`).
     ``keep_beyond``: the runs beyond the paper's are those of ``out``'s report.json as they are (their run
-    directories gone; their tables and figures already in ``out``), after those of ``beyond``."""
-    kept = load_report(out / REPORT_FILE).beyond if keep_beyond else []
-    results = run_dir / "results"
+    directories gone; their tables and figures already in ``out``), after those of ``beyond`` (a run of
+    ``beyond`` replaces the kept one of the same setup). ``run_dir`` None: the paper's runs too are those of
+    ``out``'s report.json as they are (only runs beyond the paper's were run again), and ``author_dir`` is
+    not read."""
     out.mkdir(parents=True, exist_ok=True)
+    new = [beyond_run(d, c or beyond_command(command, d), out) for d, c in beyond]
+    if keep_beyond or run_dir is None:
+        committed = load_report(out / REPORT_FILE)
+        redone = {ds for b in new for ds in b.setups}
+        new += [b for b in committed.beyond if not redone & b.setups.keys()]
+    if run_dir is None:
+        committed.beyond = new
+        committed.ranking = write_ranking(out, section_titles(committed))
+        return committed
+    results = run_dir / "results"
     runs = tb.finished_runs(results)
     verdict = paper_rows(pd.read_csv(results / "reproduction.csv"))
     for ext in ("md", "csv", "html"):
@@ -218,7 +229,7 @@ def build_report(
     )
     if author_dir is not None:
         report.authors = author_verdicts(author_dir, out)
-    report.beyond = [beyond_run(d, c or beyond_command(command, d), out) for d, c in beyond] + kept
+    report.beyond = new
     report.ranking = write_ranking(out, section_titles(report))
     return report
 

@@ -485,7 +485,7 @@ def study_markdown(report: Report) -> str:
 
 def shift_summary(report: Report) -> list[str]:
     """The README's lines on trust under dataset shift: each run's answers (none: no lines)."""
-    runs = [s for s in report.datasets if s.shift]
+    runs = [s for s in [*report.datasets, *(s for b in report.beyond for s in b.datasets)] if s.shift]
     if not runs:
         return []
     lines = ["**Under dataset shift** (docs/method.md §14; corrupted and out-of-distribution test images):", ""]

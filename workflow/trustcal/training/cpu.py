@@ -6,9 +6,10 @@ what the machine shows, not from one fixed setting:
 - **Threads**: the job's Snakemake ``threads``, but never more than the CPUs it may run on: its CPU affinity
   (``taskset``, a SLURM allocation, a container's cpuset) and its cgroup's CPU quota (``cpu.max``; v1's
   ``cpu.cfs_quota_us``). More threads than CPUs only queue for them. The count does not follow the load:
-  for a given allocation it is fixed, since the paper's MLP's numbers differ in the last bits with the thread
-  count (the convolutional networks' do not), and a run must give the same numbers whatever else the machine
-  was doing.
+  for a given allocation it is fixed, since the numbers differ in the last bits with the thread count (the
+  paper's MLP between 1 and 2 threads; the paper's CNN between 2 and 3, and between 1 and 2 with seeds stacked
+  in one job: benchmarks/README.md, "Training on a busy CPU"), and a run must give the same numbers whatever
+  else the machine was doing.
 - **Waiting**: OpenMP's threads spin between parallel regions (``OMP_WAIT_POLICY`` unset): best on idle
   cores, disastrous on a core another process uses (the spinning thread holds the core its own partner needs:
   an MLP step 5.6× slower with one of two cores busy). With ``PASSIVE`` they sleep at once: 1.4–1.7× instead,
