@@ -310,3 +310,17 @@ def test_calibrator_findings_answer_the_two_questions_from_the_tables():
     (trust_line,) = calibrator_findings(comparison(trust, None, 3))
     assert "(what the paper says of temperature scaling): `isotonic`; below it at some epoch" in trust_line
     assert "`temperature` -0.010, `isotonic` +0.010" in trust_line
+
+
+@pytest.mark.parametrize("keep", [dict(keep_beyond=True), dict(run_dir=None)])
+def test_keeping_runs_without_a_report_to_keep_them_from_is_one_line_before_anything_is_written(tmp_path, keep):
+    """--keep-beyond or --keep-paper where results/study/ has no report.json: a TrustcalError naming the file and
+    what to run, raised before a run beyond the paper's is read or a file written."""
+    from trustcal.errors import TrustcalError
+    from trustcal.study.build import build_report
+
+    out = tmp_path / "study"
+    options = dict(run_dir=tmp_path / "run", beyond=[(tmp_path / "other", None)]) | keep
+    with pytest.raises(TrustcalError, match=r"report\.json: no report to keep runs from; write one from the paper's"):
+        build_report(out=out, author_dir=None, command="snakemake", **options)
+    assert not out.exists()

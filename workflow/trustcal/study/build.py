@@ -188,10 +188,16 @@ def build_report(
     ``beyond`` replaces the kept one of the same setup). ``run_dir`` None: the paper's runs too are those of
     ``out``'s report.json as they are (only runs beyond the paper's were run again), and ``author_dir`` is
     not read."""
+    committed = None
+    if keep_beyond or run_dir is None:
+        if not (out / REPORT_FILE).is_file():
+            raise TrustcalError(
+                f"{out / REPORT_FILE}: no report to keep runs from; write one from the paper's run first (study_report.py RUN_DIR)"
+            )
+        committed = load_report(out / REPORT_FILE)
     out.mkdir(parents=True, exist_ok=True)
     new = [beyond_run(d, c or beyond_command(command, d), out) for d, c in beyond]
-    if keep_beyond or run_dir is None:
-        committed = load_report(out / REPORT_FILE)
+    if committed is not None:
         redone = {ds for b in new for ds in b.setups}
         new += [b for b in committed.beyond if not redone & b.setups.keys()]
     if run_dir is None:
