@@ -189,14 +189,15 @@ class NetworkSpec:
 NETWORKS: dict[str, NetworkSpec] = {
     spec.name: spec
     for spec in (
-        # minutes_per_epoch: the slowest epoch of each network on one thread (benchmarks/bench_training.py
-        # --networks, benchmarks/README.md "Seconds per epoch of every network", 2026-11-25: 2.1 s, 18 s, 5.9 s,
-        # 126 s, 781 s), doubled and rounded up
-        NetworkSpec("paper_mlp", "MLP", "trustcal.training.models:MNISTMLP", 0.1, paper=True, tables=True),
-        NetworkSpec("paper_cnn", "CNN", "trustcal.training.models:CIFARCNN", 1.0, paper=True),
-        NetworkSpec("lenet5", "LeNet-5", "trustcal.training.networks:LeNet5", 0.25),
-        NetworkSpec("resnet20", "ResNet-20", "trustcal.training.networks:ResNet20", 5.0),
-        NetworkSpec("wrn16_4", "WRN-16-4", "trustcal.training.networks:WideResNet", 30.0),
+        # minutes_per_epoch: the slowest epoch of each network on one thread on any machine measured
+        # (benchmarks/bench_training.py --networks, benchmarks/README.md "Seconds per epoch of every network":
+        # 2026-11-29 on a 2-core AMD EPYC, benchmarks/records/networks-amd/: 4.3 s, 48 s, 15 s, 364 s, 2,386 s;
+        # 2-3x the Intel Xeon's of 2026-11-25), doubled and rounded up
+        NetworkSpec("paper_mlp", "MLP", "trustcal.training.models:MNISTMLP", 0.15, paper=True, tables=True),
+        NetworkSpec("paper_cnn", "CNN", "trustcal.training.models:CIFARCNN", 2.0, paper=True),
+        NetworkSpec("lenet5", "LeNet-5", "trustcal.training.networks:LeNet5", 0.5),
+        NetworkSpec("resnet20", "ResNet-20", "trustcal.training.networks:ResNet20", 12.5),
+        NetworkSpec("wrn16_4", "WRN-16-4", "trustcal.training.networks:WideResNet", 80.0),
     )
 }
 """The registered networks; besides these, ``torchvision:NAME`` and ``package.module:Class``."""
