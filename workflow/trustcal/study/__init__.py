@@ -63,7 +63,8 @@ __all__ = [
 def write_study(run_dir: Path | None, repo: Path, author_dir: Path | None, command: str, **options) -> str:
     """Everything under ``repo/results/study/`` (:func:`build_report` of ``run_dir``, ``author_dir`` and
     ``command``, with its ``options``: ``remark``, ``beyond``, ``keep_beyond``; ``run_dir`` None keeps the
-    paper's runs of report.json; ``study.md`` and ``report.json``) and the README block (:func:`write_readme`); returns the block."""
+    paper's runs of report.json; ``study.md`` and ``report.json``) and the README block
+    (:func:`write_readme`); returns the block."""
     out = repo / "results" / "study"
     report = build_report(run_dir, out, author_dir, command, **options)
     write_documents(report, out)

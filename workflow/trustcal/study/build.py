@@ -192,7 +192,8 @@ def build_report(
     if keep_beyond or run_dir is None:
         if not (out / REPORT_FILE).is_file():
             raise TrustcalError(
-                f"{out / REPORT_FILE}: no report to keep runs from; write one from the paper's run first (study_report.py RUN_DIR)"
+                f"{out / REPORT_FILE}: no report to keep runs from; "
+                "write one from the paper's run first (study_report.py RUN_DIR)"
             )
         committed = load_report(out / REPORT_FILE)
     out.mkdir(parents=True, exist_ok=True)
